@@ -1,0 +1,235 @@
+"""Load KernelBench-format problems (`Model`, `get_inputs`, `get_init_inputs`) from files or folders.
+
+Task files are executed as Python modules; a broken one must fail here, with its path and what is wrong,
+never deep inside a worker. Sizes other than the module defaults (`SMALL_SIZES`, `ALT_SIZES`) are applied by
+overriding module globals, so the file itself stays a plain KernelBench file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+SIZES = ("default", "small", "alt")
+_SIZE_DICTS = {"small": "SMALL_SIZES", "alt": "ALT_SIZES"}
+_counter = itertools.count()
+
+
+class TaskError(ValueError):
+    """A task file that cannot be used; the message names the file, the problem and the fix."""
+
+
+@dataclass
+class Task:
+    """One loaded problem at one size."""
+
+    name: str
+    path: Path
+    source: str
+    size: str
+    module: ModuleType = field(repr=False)
+
+    @property
+    def model_cls(self) -> type:
+        return self.module.Model
+
+    @property
+    def sizes(self) -> tuple[str, ...]:
+        """The sizes this task defines (always 'default', plus 'small'/'alt' when present)."""
+        return ("default",) + tuple(s for s, d in _SIZE_DICTS.items() if isinstance(getattr(self.module, d, None), dict))
+
+    @property
+    def source_hash(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()
+
+    def get_inputs(self) -> list[Any]:
+        return list(self.module.get_inputs())
+
+    def get_init_inputs(self) -> list[Any]:
+        fn = getattr(self.module, "get_init_inputs", None)
+        return list(fn()) if fn is not None else []
+
+    def at_size(self, size: str) -> Task:
+        """The same task re-loaded at another size (a fresh module, so sizes never leak between them)."""
+        return load_task_source(self.source, self.path, size=size, name=self.name)
+
+
+def _exec_module(source: str, path: Path) -> ModuleType:
+    mod_name = f"htam_task_{path.stem}_{next(_counter)}".replace("-", "_").replace(".", "_")
+    module = ModuleType(mod_name)
+    module.__file__ = str(path)
+    try:
+        code = compile(source, str(path), "exec")
+    except SyntaxError as exc:
+        raise TaskError(
+            f"{path}: syntax error at line {exc.lineno}: {exc.msg}. Fix the Python syntax of the task file."
+        ) from exc
+    sys.modules[mod_name] = module  # dataclasses and pickling look modules up by name
+    try:
+        exec(code, module.__dict__)
+    except Exception as exc:  # an import error or a crash at module level
+        del sys.modules[mod_name]
+        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        raise TaskError(
+            f"{path}: executing the task file failed: {last}. The file must import and run as a plain "
+            "Python module (only torch and the standard library are guaranteed to be installed)."
+        ) from exc
+    return module
+
+
+def _check_interface(module: ModuleType, path: Path) -> None:
+    import torch.nn as nn
+
+    model = getattr(module, "Model", None)
+    if model is None:
+        raise TaskError(f"{path}: no `Model` class. A KernelBench task defines `class Model(nn.Module)`.")
+    if not (isinstance(model, type) and issubclass(model, nn.Module)):
+        raise TaskError(f"{path}: `Model` is not an nn.Module subclass. Define `class Model(nn.Module)`.")
+    if not callable(getattr(module, "get_inputs", None)):
+        raise TaskError(
+            f"{path}: no `get_inputs()` function. Define `def get_inputs(): return [tensor, ...]` "
+            "returning the forward() arguments."
+        )
+    gii = getattr(module, "get_init_inputs", None)
+    if gii is not None and not callable(gii):
+        raise TaskError(f"{path}: `get_init_inputs` is not a function. Define `def get_init_inputs(): return [...]`.")
+
+
+def _apply_size(module: ModuleType, path: Path, size: str) -> None:
+    if size not in SIZES:
+        raise TaskError(f"{path}: unknown size {size!r}; use one of {', '.join(SIZES)}.")
+    if size == "default":
+        return
+    dict_name = _SIZE_DICTS[size]
+    overrides = getattr(module, dict_name, None)
+    if overrides is None:
+        raise TaskError(
+            f"{path}: size {size!r} requested but the file defines no `{dict_name}` dict. Add "
+            f"`{dict_name} = {{'<global>': value, ...}}` or use size='default'."
+        )
+    if not isinstance(overrides, dict):
+        raise TaskError(f"{path}: `{dict_name}` must be a dict of module globals to override.")
+    for key, value in overrides.items():
+        if key not in module.__dict__:
+            raise TaskError(
+                f"{path}: `{dict_name}` overrides {key!r}, which is not a module-level global of the file. "
+                "Name only the size globals that get_inputs()/get_init_inputs() read."
+            )
+        module.__dict__[key] = value
+
+
+def _check_inputs(module: ModuleType, path: Path) -> None:
+    """Call the input functions on the meta device: a shape-only dry run that allocates nothing.
+
+    This catches missing names, wrong return types and non-tensor inputs at load time, even for GPU sizes
+    of many GB. Ops the meta device cannot run (NotImplementedError/RuntimeError) defer the check to the
+    worker, which validates the real inputs again.
+    """
+    import torch
+
+    for fn_name in ("get_init_inputs", "get_inputs"):
+        fn = getattr(module, fn_name, None)
+        if fn is None:
+            continue
+        try:
+            with torch.device("meta"):
+                value = fn()
+        except (NotImplementedError, RuntimeError):
+            continue
+        except Exception as exc:
+            raise TaskError(f"{path}: {fn_name}() raised {type(exc).__name__}: {exc}") from exc
+        if fn_name == "get_inputs":
+            validate_inputs(value, path)
+        elif not isinstance(value, (list, tuple)):
+            raise TaskError(
+                f"{path}: get_init_inputs() returned {type(value).__name__}; it must return a list of "
+                "constructor arguments (an empty list if there are none)."
+            )
+
+
+def validate_inputs(inputs: Any, path: Path | str) -> list[Any]:
+    """Check what get_inputs() returned: a list/tuple whose tensors are real, dense `torch.Tensor`s."""
+    import torch
+
+    if not isinstance(inputs, (list, tuple)):
+        raise TaskError(
+            f"{path}: get_inputs() returned {type(inputs).__name__}; it must return a list of forward() arguments."
+        )
+    if not any(isinstance(x, torch.Tensor) for x in inputs):
+        raise TaskError(
+            f"{path}: get_inputs() returned no tensor ({[type(x).__name__ for x in inputs]}); at least one "
+            "forward() argument must be a torch.Tensor."
+        )
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor):
+            if type(x) is not torch.Tensor and not isinstance(x, torch.nn.Parameter):
+                raise TaskError(f"{path}: get_inputs()[{i}] is a {type(x).__name__}, not a plain torch.Tensor.")
+            if x.is_sparse:
+                raise TaskError(f"{path}: get_inputs()[{i}] is sparse; only dense tensors are supported.")
+        elif not isinstance(x, (int, float, bool, str, type(None))):
+            raise TaskError(
+                f"{path}: get_inputs()[{i}] is a {type(x).__name__}; inputs must be tensors or Python scalars."
+            )
+    return list(inputs)
+
+
+def load_task_source(source: str, path: Path | str, size: str = "default", name: str | None = None) -> Task:
+    """Load a task from its source text (`path` is used for messages and the name)."""
+    path = Path(path)
+    module = _exec_module(source, path)
+    _check_interface(module, path)
+    _apply_size(module, path, size)
+    _check_inputs(module, path)
+    return Task(name=name or path.stem, path=path, source=source, size=size, module=module)
+
+
+def load_task(path: Path | str, size: str = "default") -> Task:
+    """Load one KernelBench-format problem file at a size ('default', 'small' or 'alt')."""
+    path = Path(path)
+    if not path.is_file():
+        raise TaskError(f"{path}: no such task file. Pass a KernelBench-format .py file or a folder of them.")
+    if path.suffix != ".py":
+        raise TaskError(f"{path}: task files are Python files ending in .py.")
+    try:
+        source = path.read_text()
+    except UnicodeDecodeError as exc:
+        raise TaskError(f"{path}: not UTF-8 text ({exc}).") from exc
+    return load_task_source(source, path, size=size)
+
+
+def task_paths(path: Path | str) -> list[Path]:
+    """A file, or every problem file of a folder (a KernelBench `level1` folder works as it is)."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(p for p in path.glob("*.py") if not p.name.startswith("_"))
+        if not files:
+            raise TaskError(f"{path}: the folder holds no .py task files.")
+        return sorted(files, key=_natural_key)
+    if path.is_file():
+        return [path]
+    raise TaskError(f"{path}: no such file or folder.")
+
+
+def load_tasks(path: Path | str, size: str = "default") -> list[Task]:
+    """Load every task under `path`; all errors are gathered so one bad file names itself among many."""
+    tasks, errors = [], []
+    for p in task_paths(path):
+        try:
+            tasks.append(load_task(p, size=size))
+        except TaskError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise TaskError(f"{len(errors)} of {len(errors) + len(tasks)} task files failed to load:\n" + "\n".join(errors))
+    return tasks
+
+
+def _natural_key(p: Path) -> tuple:
+    """Sort `2_x.py` before `10_x.py`, as KernelBench numbers its problems."""
+    head = p.name.split("_", 1)[0]
+    return (int(head), p.name) if head.isdigit() else (10**9, p.name)
