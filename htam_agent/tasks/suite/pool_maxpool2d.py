@@ -1,0 +1,36 @@
+"""2-D max pooling, 3x3 window, stride 2, padding 1 (ResNet stem style), on an NCHW tensor."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """nn.MaxPool2d(kernel_size, stride, padding)."""
+
+    def __init__(self, kernel_size: int, stride: int, padding: int):
+        super().__init__()
+        self.pool = nn.MaxPool2d(kernel_size=kernel_size, stride=stride, padding=padding)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.pool(x)
+
+
+batch_size = 64
+channels = 64
+height = 512
+width = 512
+kernel_size = 3
+stride = 2
+padding = 1
+
+SMALL_SIZES = {"batch_size": 4, "channels": 16, "height": 128, "width": 128}
+ALT_SIZES = {"batch_size": 3, "channels": 5, "height": 37, "width": 50}
+
+
+def get_inputs():
+    x = torch.randn(batch_size, channels, height, width)
+    return [x]
+
+
+def get_init_inputs():
+    return [kernel_size, stride, padding]
