@@ -27,8 +27,22 @@ num_groups = 8
 height = 128
 width = 128
 
-SMALL_SIZES = {"batch_size": 4, "in_channels": 8, "out_channels": 32, "num_groups": 8, "height": 64, "width": 64}
-ALT_SIZES = {"batch_size": 3, "in_channels": 3, "out_channels": 12, "num_groups": 3, "height": 29, "width": 21}
+SMALL_SIZES = {
+    "batch_size": 4,
+    "in_channels": 8,
+    "out_channels": 32,
+    "num_groups": 8,
+    "height": 64,
+    "width": 64,
+}
+ALT_SIZES = {
+    "batch_size": 3,
+    "in_channels": 3,
+    "out_channels": 12,
+    "num_groups": 3,
+    "height": 29,
+    "width": 21,
+}
 
 
 def get_inputs():

@@ -7,7 +7,9 @@ import torch.nn as nn
 class Model(nn.Module):
     """Conv(in, c1) -> ReLU -> MaxPool(2) -> Conv(c1, c2) -> ReLU -> MaxPool(2) -> flatten -> Linear(classes)."""
 
-    def __init__(self, in_channels: int, channels1: int, channels2: int, height: int, width: int, num_classes: int):
+    def __init__(
+        self, in_channels: int, channels1: int, channels2: int, height: int, width: int, num_classes: int
+    ):
         super().__init__()
         self.conv1 = nn.Conv2d(in_channels, channels1, kernel_size=3, padding=1)
         self.conv2 = nn.Conv2d(channels1, channels2, kernel_size=3, padding=1)
@@ -30,7 +32,14 @@ height = 128
 width = 128
 num_classes = 1000
 
-SMALL_SIZES = {"batch_size": 8, "channels1": 16, "channels2": 32, "height": 64, "width": 64, "num_classes": 10}
+SMALL_SIZES = {
+    "batch_size": 8,
+    "channels1": 16,
+    "channels2": 32,
+    "height": 64,
+    "width": 64,
+    "num_classes": 10,
+}
 ALT_SIZES = {"batch_size": 3, "channels1": 6, "channels2": 11, "height": 37, "width": 30, "num_classes": 7}
 
 
