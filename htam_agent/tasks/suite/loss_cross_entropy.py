@@ -15,7 +15,7 @@ class Model(nn.Module):
         return F.cross_entropy(logits, targets, reduction="mean")
 
 
-batch_size = 16384
+batch_size = 32768
 num_classes = 32000
 
 SMALL_SIZES = {"batch_size": 512, "num_classes": 2000}

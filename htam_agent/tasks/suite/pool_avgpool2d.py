@@ -15,7 +15,7 @@ class Model(nn.Module):
         return self.pool(x)
 
 
-batch_size = 32
+batch_size = 64
 channels = 64
 height = 512
 width = 512

@@ -14,7 +14,7 @@ class Model(nn.Module):
         return torch.argmax(x, dim=-1)
 
 
-batch_size = 32768
+batch_size = 65536
 dim = 32768
 
 SMALL_SIZES = {"batch_size": 1024, "dim": 1024}
