@@ -1,0 +1,74 @@
+"""The backend interface: what a candidate must contain, how its device is timed, synchronized and flushed.
+
+A backend is a small object used inside the worker process. Adding one (say, HIP) is adding a module with a
+subclass and registering it in `backends/__init__.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from typing import Any
+
+
+class Timer(ABC):
+    """Times one call: `start()`, run, `stop()`; `elapsed_ms()` after the device is idle."""
+
+    @abstractmethod
+    def start(self) -> None: ...
+
+    @abstractmethod
+    def stop(self) -> None: ...
+
+    @abstractmethod
+    def elapsed_ms(self) -> float: ...
+
+
+class Backend(ABC):
+    name: str = ""
+    device_type: str = ""  # "cuda" or "cpu": where inputs live and what the reference runs on
+    description: str = ""
+
+    # --- static: what a valid candidate contains -------------------------------------------------------
+    @abstractmethod
+    def static_problems(self, source: str) -> list[str]:
+        """Reasons the source cannot be a candidate of this backend (empty when it can)."""
+
+    # --- worker-side set-up and device primitives ---------------------------------------------------------
+    @abstractmethod
+    def prepare(self, build_root: str, threads: int | None) -> None:
+        """Process-wide set-up before the candidate is imported (build cache, arch flags, threads)."""
+
+    @abstractmethod
+    def device(self, index: int = 0) -> Any:
+        """The torch.device candidates run on."""
+
+    @abstractmethod
+    def synchronize(self) -> None:
+        """Wait for all work on the whole device (every stream), so nothing escapes the timer."""
+
+    @abstractmethod
+    def new_timer(self) -> Timer: ...
+
+    @abstractmethod
+    def flush_cache(self) -> None:
+        """Evict the last-level cache so every timed call starts cold, as in a real model."""
+
+    @abstractmethod
+    def device_info(self) -> dict[str, Any]:
+        """Name and properties recorded in the verdict (and part of the verdict store's key)."""
+
+    def empty_cache(self) -> None:
+        """Release cached allocator blocks between phases (GPU only)."""
+        return None
+
+
+def strip_comments(source: str) -> str:
+    """Python and C-style comments removed, so a kernel mentioned only in a comment does not count."""
+    source = re.sub(r"/\*.*?\*/", "", source, flags=re.S)
+    source = re.sub(r"//[^\n]*", "", source)
+    return re.sub(r"(?m)^\s*#(?!\s*(include|pragma|define|if|endif|else|elif|undef)\b)[^\n]*", "", source)
+
+
+def defines_model_new(source: str) -> bool:
+    return re.search(r"^class\s+ModelNew\b", source, flags=re.M) is not None

@@ -1,0 +1,189 @@
+"""Correctness checks: exact type/shape/dtype, per-dtype tolerances scaled to the output, NaN never passes.
+
+Tolerance: |out - ref| <= tol * (|ref| + rms(ref)) elementwise, with tol = 1e-4 for fp32 (1e-2 for fp16/bf16,
+as KernelBench). Scaling the absolute part by the output's RMS makes a tiny-valued output (a softmax over
+32k columns, ~3e-5 per element) as strict as a large one: returning zeros there fails, while a plain
+atol=1e-4 would accept it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+TOLERANCE = {"float32": 1e-4, "float64": 1e-7, "float16": 1e-2, "bfloat16": 1e-2}
+
+
+@dataclass
+class OutputCheck:
+    passed: bool
+    check: str | None = None  # which check failed
+    detail: str = ""
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    tolerance: float | None = None
+
+
+@dataclass
+class TrialResult:
+    name: str
+    passed: bool
+    check: str | None = None
+    detail: str = ""
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {"trial": self.name, "passed": self.passed, "max_abs_err": self.max_abs_err,
+             "max_rel_err": self.max_rel_err}
+        if not self.passed:
+            d["failed_check"] = self.check
+            d["detail"] = self.detail
+        return d
+
+
+def flatten_outputs(out: Any) -> list[Any]:
+    if isinstance(out, (list, tuple)):
+        items: list[Any] = []
+        for o in out:
+            items.extend(flatten_outputs(o))
+        return items
+    return [out]
+
+
+def tolerance_for(dtype: Any) -> float:
+    return TOLERANCE.get(str(dtype).replace("torch.", ""), 1e-4)
+
+
+def _index_str(flat_idx: int, shape: tuple[int, ...]) -> str:
+    idx = []
+    for dim in reversed(shape):
+        idx.append(flat_idx % dim if dim else 0)
+        flat_idx //= max(dim, 1)
+    return "(" + ", ".join(str(i) for i in reversed(idx)) + ")"
+
+
+def compare_tensor(ref: Any, out: Any, device: Any) -> OutputCheck:
+    """Compare one candidate output with the reference's."""
+    import torch
+
+    if type(out) is not torch.Tensor:
+        kind = type(out).__name__
+        if isinstance(out, torch.Tensor):
+            return OutputCheck(False, "not_a_plain_tensor",
+                               f"returned a {kind} (a torch.Tensor subclass); return a plain torch.Tensor")
+        return OutputCheck(False, "not_a_tensor", f"returned {kind} where the reference returns a tensor")
+    if out.device.type != ref.device.type:
+        return OutputCheck(False, "device", f"output on {out.device}, expected {ref.device}")
+    if out.is_sparse or out.layout != torch.strided:
+        return OutputCheck(False, "layout", f"output layout {out.layout}; return a dense strided tensor")
+    if tuple(out.shape) != tuple(ref.shape):
+        return OutputCheck(False, "shape", f"shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
+    if out.dtype != ref.dtype:
+        return OutputCheck(False, "dtype", f"dtype {out.dtype}, expected {ref.dtype}")
+    if out.numel() == 0:
+        return OutputCheck(True, max_abs_err=0.0, max_rel_err=0.0)
+    if not ref.is_floating_point() and not ref.is_complex():
+        bad = out != ref
+        n_bad = int(bad.sum())
+        if n_bad:
+            first = int(bad.flatten().nonzero()[0])
+            return OutputCheck(False, "values",
+                               f"{n_bad} of {ref.numel()} integer values differ, first at {_index_str(first, tuple(ref.shape))}: "
+                               f"got {out.flatten()[first].item()}, expected {ref.flatten()[first].item()}",
+                               max_abs_err=float((out.double() - ref.double()).abs().max()), max_rel_err=None)
+        return OutputCheck(True, max_abs_err=0.0, max_rel_err=0.0)
+
+    tol = tolerance_for(ref.dtype)
+    rflat, oflat = ref.reshape(-1), out.reshape(-1)
+    n = rflat.numel()
+    # In chunks: a multi-GB output converted to float64 at once would double the memory it needs.
+    sq, n_fin = 0.0, 0
+    for a, b in _chunks(n):
+        r = rflat[a:b].double()
+        fin = torch.isfinite(r)
+        sq += float(torch.where(fin, r, torch.zeros_like(r)).pow(2).sum())
+        n_fin += int(fin.sum())
+    rms = (sq / n_fin) ** 0.5 if n_fin else 0.0
+    max_abs = max_rel = 0.0
+    n_bad = n_nonfinite = 0
+    first: tuple[int, float, float] | None = None  # (index, got, expected) of the worst offender
+    worst_excess = 0.0
+    for a, b in _chunks(n):
+        r, o = rflat[a:b].double(), oflat[a:b].double()
+        fin = torch.isfinite(r)
+        bad_nf = ~torch.isfinite(o) & fin
+        n_nonfinite += int(bad_nf.sum())
+        if n_nonfinite and first is None:
+            i = int(bad_nf.nonzero()[0])
+            first = (a + i, float(o[i]), float(r[i]))
+        rz = torch.where(fin, r, torch.zeros_like(r))
+        diff = torch.where(fin & torch.isfinite(o), (o - r).abs(), torch.zeros_like(r))
+        allowed = tol * (rz.abs() + rms)
+        mismatch_nonfinite = ~fin & ~((o == r) | (torch.isnan(o) & torch.isnan(r)))
+        bad = (diff > allowed) | mismatch_nonfinite
+        max_abs = max(max_abs, float(diff.max()))
+        max_rel = max(max_rel, float((diff / (rz.abs() + rms + 1e-30)).max()))
+        nb = int(bad.sum())
+        if nb:
+            n_bad += nb
+            excess = diff - allowed
+            j = int(excess.argmax())
+            if float(excess[j]) >= worst_excess and not n_nonfinite:
+                worst_excess = float(excess[j])
+                first = (a + j, float(o[j]), float(r[j]))
+    shape = tuple(ref.shape)
+    if n_nonfinite:
+        return OutputCheck(False, "nan_or_inf",
+                           f"{n_nonfinite} NaN/Inf values where the reference is finite, first at "
+                           f"{_index_str(first[0], shape)}")
+    if n_bad:
+        assert first is not None
+        return OutputCheck(False, "values",
+                           f"{n_bad} of {n} values out of tolerance; worst at {_index_str(first[0], shape)}: "
+                           f"got {first[1]:.6g}, expected {first[2]:.6g} (tolerance {tol:g} x (|ref| + rms {rms:.3g}))",
+                           max_abs_err=max_abs, max_rel_err=max_rel, tolerance=tol)
+    return OutputCheck(True, max_abs_err=max_abs, max_rel_err=max_rel, tolerance=tol)
+
+
+def _chunks(n: int, size: int = 1 << 25):
+    for a in range(0, n, size):
+        yield a, min(n, a + size)
+
+
+def compare_outputs(ref_out: Any, cand_out: Any, device: Any) -> OutputCheck:
+    """Compare the whole (possibly tuple) output; the first failing element names itself."""
+    import torch
+
+    refs, outs = flatten_outputs(ref_out), flatten_outputs(cand_out)
+    if len(refs) != len(outs):
+        return OutputCheck(False, "output_count", f"{len(outs)} outputs, the reference returns {len(refs)}")
+    worst_abs, worst_rel = 0.0, 0.0
+    for i, (r, o) in enumerate(zip(refs, outs, strict=True)):
+        if not isinstance(r, torch.Tensor):
+            if r != o:
+                return OutputCheck(False, "values", f"output {i}: got {o!r}, expected {r!r}")
+            continue
+        res = compare_tensor(r, o, device)
+        if not res.passed:
+            prefix = f"output {i}: " if len(refs) > 1 else ""
+            res.detail = prefix + res.detail
+            return res
+        worst_abs = max(worst_abs, res.max_abs_err or 0.0)
+        worst_rel = max(worst_rel, res.max_rel_err or 0.0)
+    return OutputCheck(True, max_abs_err=worst_abs, max_rel_err=worst_rel)
+
+
+def trivial_answers_pass(ref_out: Any) -> list[str]:
+    """Which trivial answers (zeros, the mean as a constant) the tolerance would accept: a degenerate task."""
+    import torch
+
+    passing = []
+    refs = [r for r in flatten_outputs(ref_out) if isinstance(r, torch.Tensor) and r.is_floating_point()]
+    if not refs:
+        return passing
+    for label, make in (("zeros", torch.zeros_like), ("constant mean", lambda r: torch.full_like(r, float(r.double().mean())))):
+        if all(compare_tensor(r, make(r), r.device).passed for r in refs):
+            passing.append(label)
+    return passing

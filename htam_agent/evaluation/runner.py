@@ -1,0 +1,319 @@
+"""The parent side: run worker processes with wall-clock limits and turn every way they can die into a verdict.
+
+Jobs are JSON in, JSON out, through files in a per-job scratch directory, with no shared memory: moving the
+worker to another host (Ray, a queue) is a change of transport, not a rewrite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import paths
+from .backends import BACKEND_NAMES
+from .store import VerdictStore, candidate_key, device_name
+from .verdict import EVALUATOR_VERSION, finalize, new_verdict
+
+_PKG_PARENT = str(Path(__file__).resolve().parents[2])
+_SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION)", re.I)
+_SIGNALS = {int(s): s.name for s in signal.Signals}
+
+
+@dataclass
+class EvalOptions:
+    """How to evaluate. Every field that changes a verdict is part of the verdict store's key."""
+
+    backend: str = "cuda"
+    size: str | None = None  # None: 'small' on the cpp backend when the task has it, else 'default'
+    alt_size: str | None = "alt"  # second shape checked (cheat pattern 12); None to skip
+    trials: int = 5
+    timing: bool = True
+    baselines: tuple[str, ...] = ("eager", "compile")
+    timing_plan: dict[str, Any] = field(default_factory=dict)
+    compile_timeout_s: float = 600.0
+    run_timeout_s: float = 180.0
+    threads: int | None = None
+    device_index: int = 0
+    build_root: str | None = None
+    keep_scratch: bool = False
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKEND_NAMES:
+            raise ValueError(f"unknown backend {self.backend!r}; choose one of: {', '.join(BACKEND_NAMES)}")
+        self.baselines = tuple(self.baselines)
+
+    def key_fields(self) -> dict[str, Any]:
+        """Fields that decide the verdict (timeouts and paths do not)."""
+        return {"alt_size": self.alt_size, "trials": self.trials, "timing": self.timing,
+                "threads": self.threads if self.backend == "cpp" else None}
+
+    def resolve_size(self, task_source: str) -> str:
+        if self.size:
+            return self.size
+        return "small" if self.backend == "cpp" and "SMALL_SIZES" in task_source else "default"
+
+
+def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The parent's environment minus anything that looks like a secret (API keys never reach candidates)."""
+    env = {k: v for k, v in os.environ.items() if not _SECRET.search(k)}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_PKG_PARENT, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _tail(path: Path, n: int = 4000) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    return data[-n:].decode(errors="replace")
+
+
+def run_job(job: dict[str, Any], options: EvalOptions) -> dict[str, Any]:
+    """Run one worker job to completion or to its limit; always returns a verdict dict."""
+    scratch = Path(tempfile.mkdtemp(prefix="htam-job-"))
+    job = dict(job)
+    job["result_path"] = str(scratch / "verdict.json")
+    job["phase_path"] = str(scratch / "phase.json")
+    (scratch / "job.json").write_text(json.dumps(job))
+    out, err = open(scratch / "stdout.txt", "wb"), open(scratch / "stderr.txt", "wb")
+    t0 = time.time()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "htam_agent.evaluation.worker", str(scratch / "job.json")],
+        cwd=scratch, env=scrubbed_env(), stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: a timeout kills nvcc/ninja children too
+    )
+    timed_out_in: str | None = None
+    limit = 0.0
+    while proc.poll() is None:
+        time.sleep(0.05)
+        phase = _read_json(scratch / "phase.json") or {"phase": "start", "since": t0}
+        limit = options.compile_timeout_s if phase["phase"] in ("start", "compile") else options.run_timeout_s
+        if time.time() - float(phase["since"]) > limit:
+            timed_out_in = phase["phase"]
+            _kill_group(proc)
+            break
+    proc.wait()
+    out.close()
+    err.close()
+    wall = time.time() - t0
+    verdict = _read_json(scratch / "verdict.json")
+    if verdict is None:
+        verdict = new_verdict(job.get("task_name", ""), job["backend"])
+        verdict["phase"] = (_read_json(scratch / "phase.json") or {}).get("phase", "start")
+        stderr_tail = _tail(scratch / "stderr.txt")
+        if timed_out_in is not None:
+            verdict["status"] = "timeout"
+            what = "compiling" if timed_out_in in ("start", "compile") else f"in phase '{timed_out_in}'"
+            verdict["reason"] = (f"timeout: no result after {limit:.0f} s {what}; the process was killed "
+                                 "(an infinite loop, a deadlock, or a kernel that never finishes?)")
+        else:
+            rc = proc.returncode
+            verdict["status"] = "crashed"
+            if rc < 0:
+                sig = _SIGNALS.get(-rc, str(-rc))
+                hint = {"SIGSEGV": "out-of-bounds host or device memory access?",
+                        "SIGKILL": "killed, often the out-of-memory killer",
+                        "SIGABRT": "an abort (failed assertion or uncaught C++ exception)",
+                        "SIGBUS": "misaligned or invalid memory access"}.get(sig, "")
+                verdict["reason"] = f"crashed: the worker died with {sig} during '{verdict['phase']}'" + (
+                    f" ({hint})" if hint else "")
+            else:
+                verdict["reason"] = (f"crashed: the worker exited with status {rc} during '{verdict['phase']}' "
+                                     "without a verdict (does the candidate call exit() or os._exit()?)")
+        verdict["error"] = stderr_tail[-1500:]
+        if verdict["phase"] in ("start", "compile"):
+            verdict["compiler_message"] = stderr_tail
+        finalize(verdict)
+    verdict["wall_seconds"] = round(wall, 3)
+    verdict["worker_stderr_tail"] = _tail(scratch / "stderr.txt", 2000)
+    if options.keep_scratch:
+        verdict["scratch"] = str(scratch)
+    else:
+        _rmtree(scratch)
+    return verdict
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _rmtree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Candidate:
+    """One candidate to evaluate against one task file."""
+
+    task_path: str
+    source: str
+    name: str = ""
+    task_source: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.task_source:
+            self.task_source = Path(self.task_path).read_text()
+        if not self.name:
+            self.name = Path(self.task_path).stem
+
+
+class Evaluator:
+    """Evaluate candidates with caching: verdicts from the store, baselines once per task and run."""
+
+    def __init__(self, options: EvalOptions | None = None, store: VerdictStore | None = None,
+                 device: str | None = None) -> None:
+        self.options = options or EvalOptions()
+        self.store = store
+        self.device = device or device_name(self.options.backend)
+        self.build_root = self.options.build_root or str(paths.build_dir())
+        self._baselines: dict[str, dict[str, Any]] = {}
+
+    # -- keys ------------------------------------------------------------------------------------------
+    def key(self, cand: Candidate) -> str:
+        size = self.options.resolve_size(cand.task_source)
+        return candidate_key(cand.source, cand.task_source, size, self.options.backend, self.device,
+                             self.options.key_fields())
+
+    def baseline_key(self, cand: Candidate) -> str:
+        size = self.options.resolve_size(cand.task_source)
+        return candidate_key("<baseline>" + ",".join(self.options.baselines), cand.task_source, size,
+                             self.options.backend, self.device, {"timing_plan": self.options.timing_plan})
+
+    def _job(self, cand: Candidate, mode: str) -> dict[str, Any]:
+        o = self.options
+        return {
+            "mode": mode, "backend": o.backend, "task_name": cand.name, "task_path": cand.task_path,
+            "task_source": cand.task_source, "candidate_source": cand.source,
+            "size": o.resolve_size(cand.task_source), "alt_size": o.alt_size, "trials": o.trials,
+            "timing": o.timing, "timing_plan": o.timing_plan, "baselines": list(o.baselines),
+            "threads": o.threads, "device_index": o.device_index, "build_root": self.build_root,
+        }
+
+    # -- phases ----------------------------------------------------------------------------------------
+    def compile_only(self, cand: Candidate) -> dict[str, Any]:
+        return run_job(self._job(cand, "compile"), self.options)
+
+    def baseline(self, cand: Candidate, fresh: bool = False) -> dict[str, Any]:
+        """Eager (and torch.compile) timings of the task's reference, in a worker that never saw a candidate."""
+        key = self.baseline_key(cand)
+        if not fresh:
+            if key in self._baselines:
+                return self._baselines[key]
+            if self.store is not None and (hit := self.store.get(key)) is not None:
+                self._baselines[key] = hit
+                return hit
+        verdict = run_job(self._job(cand, "baseline"), self.options)
+        verdict["key"] = key
+        verdict["kind"] = "baseline"
+        if verdict["status"] == "accepted":
+            self._baselines[key] = verdict
+            if self.store is not None:
+                self.store.put(key, verdict)
+        return verdict
+
+    def evaluate(self, cand: Candidate, use_store: bool = True) -> dict[str, Any]:
+        key = self.key(cand)
+        if use_store and self.store is not None and (hit := self.store.get(key)) is not None:
+            hit = dict(hit)
+            hit["cached"] = True
+            return hit
+        base = None
+        if self.options.timing and self.options.baselines:
+            base = self.baseline(cand)
+        verdict = run_job(self._job(cand, "evaluate"), self.options)
+        self._attach_baseline(verdict, base)
+        verdict["key"] = key
+        verdict["kind"] = "candidate"
+        verdict["candidate_sha256"] = _sha(cand.source)
+        verdict["task_sha256"] = _sha(cand.task_source)
+        verdict["device_name"] = self.device
+        verdict["evaluator_version"] = EVALUATOR_VERSION
+        if self.store is not None and verdict["status"] not in ("error",):
+            self.store.put(key, verdict)
+        return verdict
+
+    def evaluate_batch(self, cands: Iterable[Candidate], parallel_compile: int | None = None,
+                       progress: Callable[[str, int, int, dict[str, Any] | None], None] | None = None
+                       ) -> list[dict[str, Any]]:
+        """Compile every uncached candidate in parallel on the CPU cores, then verify and time one at a time."""
+        cands = list(cands)
+        n = len(cands)
+        todo = [c for c in cands if not (self.store and self.store.get(self.key(c)))]
+        workers = max(1, parallel_compile or os.cpu_count() or 1)
+        done = 0
+        if todo and workers > 1:
+            with ThreadPoolExecutor(workers) as pool:
+                for v in pool.map(self.compile_only, todo):
+                    done += 1
+                    if progress:
+                        progress("compile", done, len(todo), v)
+        results = []
+        for i, c in enumerate(cands):
+            v = self.evaluate(c)
+            results.append(v)
+            if progress:
+                progress("evaluate", i + 1, n, v)
+        return results
+
+    # -- helpers ---------------------------------------------------------------------------------------
+    @staticmethod
+    def _attach_baseline(verdict: dict[str, Any], base: dict[str, Any] | None) -> None:
+        if base is None:
+            return
+        for name in ("eager", "compile"):
+            if name in base.get("timing", {}):
+                verdict["timing"][name] = base["timing"][name]
+        cand = (verdict["timing"].get("candidate") or {}).get("median_ms")
+        for name, field_name in (("eager", "speedup_vs_eager"), ("compile", "speedup_vs_compile")):
+            ref = (verdict["timing"].get(name) or {}).get("median_ms")
+            if cand and ref:
+                verdict[field_name] = round(ref / cand, 4)
+        if base.get("status") != "accepted":
+            verdict.setdefault("warnings", []).append(f"baseline timing failed: {base.get('reason')}")
+        if verdict["status"] == "accepted":
+            verdict["reason"] = ""
+            finalize(verdict)
+
+
+def _sha(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def evaluate_file(task_path: str | Path, candidate_path: str | Path, options: EvalOptions | None = None,
+                  store: VerdictStore | None = None) -> dict[str, Any]:
+    """Convenience: evaluate one candidate file against one task file."""
+    cand = Candidate(task_path=str(task_path), source=Path(candidate_path).read_text())
+    return Evaluator(options, store).evaluate(cand)
+
+
+__all__ = ["Candidate", "EvalOptions", "Evaluator", "evaluate_file", "run_job", "scrubbed_env", "asdict"]

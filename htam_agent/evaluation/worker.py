@@ -1,0 +1,485 @@
+"""The worker: one process per candidate (or per baseline), JSON job in, JSON verdict out.
+
+    python -m htam_agent.evaluation.worker JOB.json
+
+It imports only torch, numpy and the standard library. The parent (`runner.py`) enforces the wall-clock
+limits and turns a dead worker (signal, `exit()`, hang) into a verdict; everything this process can still
+say about itself, it writes to the result file. Phases are announced in a small file so that a timeout can
+say where the candidate hung.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+# Trusted references, taken before any candidate code runs (cheat pattern 6: timer tampering).
+import torch  # noqa: E402
+
+from . import correctness, timing
+from .backends import get_backend
+from .tasks import TaskError, load_task_source, validate_inputs
+from .verdict import add_flag, finalize, new_verdict
+
+
+def _trusted_objects() -> dict[str, Any]:
+    objs: dict[str, Any] = {
+        "time.perf_counter": time.perf_counter,
+        "time.perf_counter_ns": time.perf_counter_ns,
+        "time.time": time.time,
+        "torch.cuda.synchronize": torch.cuda.synchronize,
+        "torch.cuda.Event": torch.cuda.Event,
+        "torch.cuda.Event.record": torch.cuda.Event.record,
+        "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
+        "torch.cuda.Event.synchronize": torch.cuda.Event.synchronize,
+        "torch.isfinite": torch.isfinite,
+        "torch.where": torch.where,
+        "torch.equal": torch.equal,
+        "torch.Tensor.double": torch.Tensor.double,
+        "torch.Tensor.abs": torch.Tensor.abs,
+        "torch.Tensor.max": torch.Tensor.max,
+        "torch.Tensor.clone": torch.Tensor.clone,
+        "json.dump": json.dump,
+        "json.dumps": json.dumps,
+        "os.replace": os.replace,
+    }
+    for mod in (correctness, timing):
+        for name, obj in vars(mod).items():
+            if callable(obj) and getattr(obj, "__module__", None) == mod.__name__:
+                objs[f"{mod.__name__}.{name}"] = obj
+    return objs
+
+
+def _snapshot(objs: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    return {k: (v, getattr(v, "__code__", None)) for k, v in objs.items()}
+
+
+_NAMES = list(_trusted_objects())
+_SNAPSHOT = _snapshot(_trusted_objects())
+
+
+def tampered() -> list[str]:
+    """Names of trusted timing/checking functions the candidate replaced or rewrote."""
+    now = _snapshot(_trusted_objects())
+    changed = [k for k in _NAMES if k not in now or now[k][0] is not _SNAPSHOT[k][0] or now[k][1] is not _SNAPSHOT[k][1]]
+    return changed
+
+
+class Phases:
+    """Announce the current phase in a file the parent reads (the parent enforces per-phase limits)."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.name = "start"
+
+    def enter(self, name: str) -> None:
+        self.name = name
+        if self.path:
+            tmp = self.path + ".tmp"
+            with open(tmp, "w") as f:
+                f.write(json.dumps({"phase": name, "since": time.time()}))
+            os.replace(tmp, self.path)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Inputs
+
+
+DISTRIBUTIONS = ("task", "normal", "signed_uniform", "large")
+
+
+def make_inputs(task: Any, device: Any, seed: int, dist: str) -> list[Any]:
+    """Seeded inputs drawn on the device; floating tensors re-drawn from another distribution if asked."""
+    torch.manual_seed(seed)
+    with torch.device(device):
+        inputs = validate_inputs(task.get_inputs(), task.path)
+    out = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            x = x.to(device)
+            if x.is_floating_point() and dist != "task":
+                if dist == "normal":
+                    x = torch.randn_like(x)
+                elif dist == "signed_uniform":
+                    x = torch.rand_like(x) * 2 - 1
+                elif dist == "large":
+                    x = x * 64.0
+        out.append(x)
+    return out
+
+
+def clone_inputs(inputs: list[Any]) -> list[Any]:
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def inputs_unchanged(pristine: list[Any], used: list[Any]) -> list[int]:
+    """Indices of tensor inputs the call modified (NaN-aware bitwise comparison)."""
+    changed = []
+    for i, (a, b) in enumerate(zip(pristine, used, strict=True)):
+        if isinstance(a, torch.Tensor):
+            same = a.shape == b.shape and (torch.equal(a, b) or (a.is_floating_point() and bool(
+                ((a == b) | (torch.isnan(a) & torch.isnan(b))).all())))
+            if not same:
+                changed.append(i)
+    return changed
+
+
+def _storages(values: list[Any]) -> list[tuple[int, int]]:
+    spans = []
+    for t in correctness.flatten_outputs(values):
+        if isinstance(t, torch.Tensor) and t.numel() > 0:
+            st = t.untyped_storage()
+            spans.append((st.data_ptr(), st.data_ptr() + st.nbytes()))
+    return spans
+
+
+def aliases(outputs: Any, others: list[Any]) -> bool:
+    """Does any output tensor share memory with any of `others` (inputs, earlier outputs)?"""
+    out_spans = _storages(correctness.flatten_outputs(outputs))
+    other_spans = _storages(others)
+    return any(a0 < b1 and b0 < a1 for a0, a1 in out_spans for b0, b1 in other_spans)
+
+
+def poison_freed(nbytes: list[int], device: Any) -> None:
+    """Fill blocks the size of freed outputs with NaN, so an output allocated but never written shows it."""
+    for n in nbytes:
+        if n >= 4:
+            t = torch.full((n // 4,), float("nan"), dtype=torch.float32, device=device)
+            del t
+
+
+def output_nbytes(out: Any) -> list[int]:
+    return [t.untyped_storage().nbytes() for t in correctness.flatten_outputs(out) if isinstance(t, torch.Tensor)]
+
+
+# --------------------------------------------------------------------------------------------------------
+# Phases of an evaluation
+
+
+def import_candidate(source: str, scratch: str) -> Any:
+    import importlib.util
+
+    path = os.path.join(scratch, "candidate.py")
+    with open(path, "w") as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location("htam_candidate", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["htam_candidate"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_models(task: Any, cand_cls: Any, device: Any, seed: int = 0) -> tuple[Any, Any]:
+    with torch.device(device):
+        init = task.get_init_inputs()
+        torch.manual_seed(seed)
+        ref = task.model_cls(*init).to(device)
+        torch.manual_seed(seed)
+        cand = cand_cls(*init).to(device) if cand_cls is not None else None
+    if cand is not None:
+        rs, cs = ref.state_dict(), cand.state_dict()
+        if rs and rs.keys() == cs.keys() and all(rs[k].shape == cs[k].shape for k in rs):
+            cand.load_state_dict(rs)
+    return ref, cand
+
+
+def run_trials(task: Any, ref: Any, cand: Any, backend: Any, device: Any, verdict: dict[str, Any],
+               trials: list[tuple[str, str, int]]) -> bool:
+    """Correctness trials; returns True when all ran and passed. Rejecting flags are added to the verdict."""
+    threads_before = threading.active_count()
+    for name, dist, seed in trials:
+        inputs = make_inputs(task, device, seed, dist)
+        pristine = clone_inputs(inputs)
+
+        c_in = clone_inputs(inputs)
+        with torch.no_grad():
+            out1 = cand(*c_in)
+        backend.synchronize()
+        changed = inputs_unchanged(pristine, c_in)
+
+        r_in = clone_inputs(inputs)
+        with torch.no_grad():
+            ref_out = ref(*r_in)
+        backend.synchronize()
+        ref_finite = all(bool(torch.isfinite(t).all()) for t in correctness.flatten_outputs(ref_out)
+                         if isinstance(t, torch.Tensor) and t.is_floating_point())
+        if not ref_finite and dist != "task":
+            verdict["trials"].append({"trial": name, "passed": True, "skipped": "reference not finite on these inputs"})
+            del inputs, pristine, c_in, r_in, out1, ref_out
+            continue
+        if name == trials[0][0]:
+            trivial = correctness.trivial_answers_pass(ref_out)
+            if trivial:
+                add_flag(verdict, "degenerate_task",
+                         f"trivial outputs ({', '.join(trivial)}) also pass this task's tolerance; its speedups "
+                         "say little", rejects=False)
+
+        res1 = correctness.compare_outputs(ref_out, out1, device)
+        c_in2 = clone_inputs(inputs)
+        with torch.no_grad():
+            out2 = cand(*c_in2)  # after the reference, whose outputs stay alive (cheat pattern 1)
+        backend.synchronize()
+        res2 = correctness.compare_outputs(ref_out, out2, device)
+        res = res1 if not res1.passed else res2
+        label = name if not res1.passed else f"{name} (second call, after the reference)"
+        trial = correctness.TrialResult(label if not res.passed else name, res.passed, res.check, res.detail,
+                                        max(res1.max_abs_err or 0, res2.max_abs_err or 0),
+                                        max(res1.max_rel_err or 0, res2.max_rel_err or 0))
+        verdict["trials"].append(trial.as_dict())
+
+        if changed:
+            add_flag(verdict, "input_mutation", f"the candidate modified input(s) {changed}; inputs are read-only")
+        if aliases(out1, c_in) or aliases(out2, c_in2):
+            add_flag(verdict, "aliased_output", "an output shares memory with an input; return a new tensor")
+        elif aliases(out2, [out1]):
+            add_flag(verdict, "aliased_output",
+                     "two calls returned tensors sharing memory (a reused or cached output buffer); "
+                     "allocate a new output per call")
+        sizes = output_nbytes(ref_out) + output_nbytes(out1)
+        passed = res.passed
+        del inputs, pristine, c_in, c_in2, r_in, out1, out2, ref_out
+        gc.collect()
+        poison_freed(sizes, device)
+        if not passed:
+            verdict["failed_check"] = res.check
+            return False
+    if threading.active_count() > threads_before:
+        add_flag(verdict, "background_thread",
+                 f"the candidate left {threading.active_count() - threads_before} Python thread(s) running; "
+                 "all work must finish inside forward()")
+    return True
+
+
+def _fits_sets(inputs: list[Any], device: Any, n_sets: int) -> int:
+    """How many distinct input sets to rotate through while timing (fresh inputs, cheat pattern 8)."""
+    if device.type != "cuda":
+        return n_sets
+    need = sum(x.untyped_storage().nbytes() for x in inputs if isinstance(x, torch.Tensor))
+    free, _ = torch.cuda.mem_get_info()
+    return max(1, min(n_sets, int(free * 0.4 // max(need, 1))))
+
+
+def time_model(model: Any, task: Any, backend: Any, device: Any, plan: timing.TimingPlan,
+               n_sets: int = 3, recheck_ref: Any = None) -> tuple[dict[str, Any], list[str]]:
+    """Time `model` on rotating seeded input sets; if `recheck_ref` is given, re-check the timed outputs."""
+    first = make_inputs(task, device, 100, "task")
+    n = _fits_sets(first, device, n_sets)
+    sets = [first] + [make_inputs(task, device, 100 + i, "task") for i in range(1, n)]
+    kept: dict[int, Any] = {}
+
+    def call(i: int) -> Any:
+        with torch.no_grad():
+            return model(*sets[i % n])
+
+    stats = timing.time_calls(call, backend, plan, keep=(lambda i, out: kept.__setitem__(i % n, out))
+                              if recheck_ref is not None else None)
+    problems: list[str] = []
+    if recheck_ref is not None:
+        for k, out in sorted(kept.items()):
+            with torch.no_grad():
+                ref_out = recheck_ref(*clone_inputs(sets[k]))
+            backend.synchronize()
+            res = correctness.compare_outputs(ref_out, out, device)
+            if not res.passed:
+                problems.append(f"timed call on input set {k}: {res.detail}")
+    return stats.as_dict(), problems
+
+
+# --------------------------------------------------------------------------------------------------------
+
+
+def _trials(n: int) -> list[tuple[str, str, int]]:
+    base = [("task inputs, seed 0", "task", 0), ("normal", "normal", 1), ("signed uniform", "signed_uniform", 2),
+            ("large magnitude", "large", 3), ("task inputs, seed 4", "task", 4)]
+    return base[: max(1, n)]
+
+
+def _classify_exception(exc: BaseException) -> tuple[str, str]:
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    name = type(exc).__name__
+    if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in text.lower():
+        return "out_of_memory", text
+    if "CompilationError" in name or "Error building extension" in text:
+        return "compile_error", text
+    return "runtime_error", text
+
+
+def _candidate_tb(exc: BaseException) -> str:
+    """The traceback lines inside the candidate file, which is what its author can fix."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith("candidate.py")]
+    return "; ".join(f"candidate.py line {f.lineno}: {f.line}" for f in frames[-2:])
+
+
+def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> None:
+    # fp32 means fp32 for the reference and the baselines: no TF32 (cheat pattern 14 is about candidates
+    # doing this silently; the reference must not do it either).
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    backend = get_backend(job["backend"])
+    backend.prepare(job["build_root"], job.get("threads"))
+    device = backend.device(job.get("device_index", 0))
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    verdict["device"] = backend.device_info()
+    task = load_task_source(job["task_source"], job["task_path"], size=job["size"], name=job.get("task_name"))
+    verdict["size"] = job["size"]
+
+    if job["mode"] == "baseline":
+        phases.enter("baseline")
+        ref, _ = build_models(task, None, device)
+        plan = timing.TimingPlan(**job.get("timing_plan", {}))
+        verdict["timing"]["eager"], _ = time_model(ref, task, backend, device, plan)
+        if "compile" in job.get("baselines", ()):
+            phases.enter("baseline_compile")
+            try:
+                compiled = torch.compile(ref)
+                with torch.no_grad():
+                    compiled(*make_inputs(task, device, 100, "task"))
+                verdict["timing"]["compile"], _ = time_model(compiled, task, backend, device, plan)
+            except Exception as exc:  # torch.compile failing is a fact about the baseline, not an error
+                verdict["timing"]["compile"] = {"error": "".join(traceback.format_exception_only(type(exc), exc))[-500:]}
+        verdict["status"] = "accepted"
+        verdict["correct"] = True
+        verdict["reason"] = "baseline timings"
+        return
+
+    static = backend.static_problems(job["candidate_source"])
+    if static:
+        verdict["status"] = "invalid_candidate"
+        verdict["reason"] = f"not a valid {backend.name} candidate: " + "; ".join(static)
+        return
+
+    phases.enter("compile")
+    t0 = time.perf_counter()
+    try:
+        module = import_candidate(job["candidate_source"], os.getcwd())
+        cand_cls = getattr(module, "ModelNew", None)
+        if cand_cls is None:
+            raise TaskError("the candidate module defines no `ModelNew`")
+        ref, cand = build_models(task, cand_cls, device)
+    except Exception as exc:
+        kind, text = _classify_exception(exc)
+        verdict["compile_seconds"] = round(time.perf_counter() - t0, 3)
+        if kind == "out_of_memory":
+            verdict["status"] = "out_of_memory"
+            verdict["reason"] = f"out of memory while loading the candidate: {text[:300]}"
+        else:
+            verdict["status"] = "compile_error"
+            verdict["compiler_message"] = text[-8000:]
+            where = _candidate_tb(exc)
+            if where and "Error building extension" not in text:
+                verdict["compiler_message"] += f"\n({where})"
+        return
+    verdict["compiled"] = True
+    verdict["compile_seconds"] = round(time.perf_counter() - t0, 3)
+    if job["mode"] == "compile":
+        verdict["status"] = "accepted"
+        verdict["reason"] = "compiled"
+        verdict["correct"] = None
+        return
+    changed = tampered()
+    if changed:
+        add_flag(verdict, "timer_tampering", f"the candidate replaced trusted functions: {', '.join(changed[:5])}")
+        verdict["status"] = "rejected"
+        verdict["reason"] = ""
+        verdict["correct"] = False
+        verdict["failed_check"] = "timer_tampering"
+        verdict["status"] = "rejected"
+        return
+
+    phases.enter("verify")
+    try:
+        ok = run_trials(task, ref, cand, backend, device, verdict, _trials(job.get("trials", 5)))
+        if ok and job.get("alt_size") and job["alt_size"] != job["size"] and job["alt_size"] in task.sizes:
+            phases.enter("verify_other_shape")
+            alt = task.at_size(job["alt_size"])
+            del ref, cand
+            gc.collect()
+            ref, cand = build_models(alt, cand_cls, device)
+            n_before = len(verdict["trials"])
+            ok = run_trials(alt, ref, cand, backend, device, verdict, [("other shape (alt size)", "task", 7),
+                                                                        ("other shape, normal", "normal", 8)])
+            for t in verdict["trials"][n_before:]:
+                t["size"] = job["alt_size"]
+            if not ok:
+                verdict["failed_check"] = f"other_shape:{verdict['failed_check']}"
+            del ref, cand
+            gc.collect()
+            ref, cand = build_models(task, cand_cls, device)
+    except Exception as exc:
+        kind, text = _classify_exception(exc)
+        verdict["status"] = kind
+        verdict["correct"] = False
+        where = _candidate_tb(exc)
+        verdict["error"] = (text[-1500:] + (f" ({where})" if where else ""))
+        verdict["reason"] = f"{kind.replace('_', ' ')} in forward: {verdict['error'][:400]}"
+        if kind == "compile_error":
+            verdict["compiled"] = False
+            verdict["compiler_message"] = text[-8000:]
+            verdict["reason"] = ""
+        return
+    verdict["correct"] = ok
+    verdict["status"] = "accepted" if ok else "incorrect"
+    changed = tampered()
+    if changed:
+        add_flag(verdict, "timer_tampering", f"the candidate replaced trusted functions: {', '.join(changed[:5])}")
+    if not ok or any(f["rejects"] for f in verdict["flags"]) or not job.get("timing", True):
+        return
+
+    phases.enter("time")
+    backend.empty_cache()
+    plan = timing.TimingPlan(**job.get("timing_plan", {}))
+    stats, problems = time_model(cand, task, backend, device, plan, recheck_ref=ref)
+    verdict["timing"]["candidate"] = stats
+    for p in problems:
+        add_flag(verdict, "timed_output_mismatch",
+                 f"an output of a timed call was wrong ({p}); results must not depend on call history")
+        break
+    changed = tampered()
+    if changed:
+        add_flag(verdict, "timer_tampering", f"the candidate replaced trusted functions: {', '.join(changed[:5])}")
+    if threading.active_count() > 1:
+        add_flag(verdict, "background_thread", "Python threads were left running after timing")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    with open(argv[0]) as f:
+        job = json.load(f)
+    verdict = new_verdict(job.get("task_name", ""), job["backend"])
+    phases = Phases(job.get("phase_path"))
+    t0 = time.time()
+    try:
+        evaluate(job, verdict, phases)
+    except TaskError as exc:
+        verdict["status"] = "error"
+        verdict["reason"] = f"task error: {exc}"
+    except BaseException as exc:  # SystemExit from exit() in the candidate lands here too
+        kind, text = _classify_exception(exc)
+        if isinstance(exc, SystemExit):
+            kind, text = "crashed", f"the candidate called exit({exc.code}) during {phases.name}"
+        verdict["status"] = kind
+        verdict["error"] = text[-1500:]
+        verdict["reason"] = f"{kind.replace('_', ' ')} during {phases.name}: {text[:400]}"
+    verdict["phase"] = phases.name
+    verdict["wall_seconds"] = round(time.time() - t0, 3)
+    finalize(verdict)
+    tmp = job["result_path"] + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(verdict, f, indent=1, default=str)
+    os.replace(tmp, job["result_path"])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Do not wait for threads or atexit hooks the candidate may have left behind.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
