@@ -104,6 +104,12 @@ def reason_line(v: dict[str, Any]) -> str:
 
 
 def first_error_line(message: str) -> str:
+    """The compiler's first diagnostic (file:line: error: ...), else the first line mentioning an error."""
+    import re
+
+    for line in message.splitlines():
+        if re.search(r":\d+(:\d+)?: (fatal )?error", line) or re.match(r"\s*error[: ]", line):
+            return line.strip()[:300]
     for line in message.splitlines():
         low = line.lower()
         if "error" in low and not low.startswith(("ninja: build stopped", "traceback")):

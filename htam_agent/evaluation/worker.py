@@ -304,7 +304,8 @@ def _trials(n: int) -> list[tuple[str, str, int]]:
 def _classify_exception(exc: BaseException) -> tuple[str, str]:
     text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     name = type(exc).__name__
-    if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in text.lower():
+    low = text.lower()
+    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "out of memory" in low or "can't allocate memory" in low:
         return "out_of_memory", text
     if "CompilationError" in name or "Error building extension" in text:
         return "compile_error", text

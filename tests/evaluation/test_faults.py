@@ -1,0 +1,182 @@
+"""Every way a candidate can fail is a verdict with a reason, and the caller goes on.
+
+Real worker processes, real C++ compilation (cpp backend). All fault candidates share one small extension
+(same load_inline arguments, so the content-addressed build cache compiles it once per session) and
+choose their fault in Python.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+
+pytestmark = pytest.mark.slow
+
+EXT = r'''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+_SRC = r"""
+#include <torch/extension.h>
+torch::Tensor leaky(torch::Tensor x, double slope) {
+  TORCH_CHECK(x.is_contiguous() && x.scalar_type() == torch::kFloat32, "contiguous float32 expected");
+  auto y = torch::empty_like(x);
+  const float* p = x.data_ptr<float>(); float* q = y.data_ptr<float>();
+  const int64_t n = x.numel(); const float s = (float)slope;
+  for (int64_t i = 0; i < n; ++i) q[i] = p[i] > 0.f ? p[i] : p[i] * s;
+  return y;
+}
+void segv() { volatile int* p = nullptr; *p = 1; }
+"""
+ext = load_inline(name="htam_fault_ext", cpp_sources=_SRC, functions=["leaky", "segv"], extra_cflags=["-O2"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self, negative_slope: float = 0.01):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, x):
+        FAULT
+        return ext.leaky(x.contiguous(), self.negative_slope)
+'''
+
+
+def candidate(fault: str, task) -> Candidate:
+    return Candidate(task_path=str(task), source=EXT.replace("FAULT", fault))
+
+
+@pytest.fixture(scope="module")
+def evaluator(build_root: str) -> Evaluator:
+    opts = EvalOptions(backend="cpp", timing=False, baselines=(), build_root=build_root, run_timeout_s=20,
+                       compile_timeout_s=300)
+    return Evaluator(opts, store=None)
+
+
+def test_honest_candidate_is_accepted(evaluator, relu_task):
+    v = evaluator.evaluate(candidate("pass", relu_task))
+    assert v["status"] == "accepted", v["reason"]
+    assert v["correct"] is True and v["accepted"] is True
+    assert len([t for t in v["trials"] if t["passed"]]) >= 6  # 5 trials + the other-shape checks
+
+
+def test_wrong_result_is_incorrect_with_location(evaluator, relu_task):
+    v = evaluator.evaluate(candidate("x = x * 1.001", relu_task))
+    assert v["status"] == "incorrect"
+    assert v["failed_check"] == "values"
+    assert "worst at" in v["reason"] and "expected" in v["reason"]
+
+
+def test_segfault_is_a_crash_verdict(evaluator, relu_task):
+    v = evaluator.evaluate(candidate("ext.segv()", relu_task))
+    assert v["status"] == "crashed"
+    assert "SIGSEGV" in v["reason"] and "verify" in v["reason"]
+
+
+def test_hang_is_killed_as_timeout(build_root, relu_task):
+    opts = EvalOptions(backend="cpp", timing=False, baselines=(), build_root=build_root, run_timeout_s=3)
+    t0 = time.time()
+    v = Evaluator(opts).evaluate(candidate("while True: pass", relu_task))
+    assert v["status"] == "timeout"
+    assert "verify" in v["reason"]
+    assert time.time() - t0 < 120
+
+
+def test_sys_exit_in_forward(evaluator, relu_task):
+    v = evaluator.evaluate(candidate("import sys; sys.exit(3)", relu_task))
+    assert v["status"] == "crashed"
+    assert "exit(3)" in v["reason"]
+
+
+def test_os_exit_leaves_no_verdict_but_caller_gets_one(evaluator, relu_task):
+    v = evaluator.evaluate(candidate("import os; os._exit(0)", relu_task))
+    assert v["status"] == "crashed"
+    assert "exited with status 0" in v["reason"]
+
+
+def test_out_of_memory(evaluator, relu_task):
+    v = evaluator.evaluate(candidate("torch.empty(1 << 60, dtype=torch.uint8)", relu_task))
+    assert v["status"] == "out_of_memory", v["reason"]
+
+
+def test_python_exception_names_the_candidate_line(evaluator, relu_task):
+    v = evaluator.evaluate(candidate("raise ValueError('boom')", relu_task))
+    assert v["status"] == "runtime_error"
+    assert "boom" in v["reason"] and "candidate.py line" in v["reason"]
+
+
+def test_secrets_do_not_reach_the_worker(evaluator, relu_task, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-candidates")
+    monkeypatch.setenv("LANGSMITH_API_KEY", "ls-not-for-candidates")
+    leak = "if any('KEY' in k for k in __import__('os').environ): x = x + 1"
+    v = evaluator.evaluate(candidate(leak, relu_task))
+    assert v["status"] == "accepted", v["reason"]
+
+
+def test_compile_error_carries_compiler_message(evaluator, relu_task):
+    src = EXT.replace("FAULT", "pass").replace("void segv()", "void segv() { undefined_symbol_xyz(); }\nvoid segv2()")
+    v = evaluator.evaluate(Candidate(task_path=str(relu_task), source=src))
+    assert v["status"] == "compile_error"
+    assert v["compiled"] is False
+    assert "undefined_symbol_xyz" in v["compiler_message"]
+    assert "undefined_symbol_xyz" in v["reason"]
+
+
+def test_compile_that_never_ends_is_killed(build_root, relu_task):
+    endless = r'''
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+SRC = """
+#include <torch/extension.h>
+constexpr long spin() { long s = 0; for (long i = 0; i < (1L << 62); ++i) s += i & 1; return s; }
+static_assert(spin() >= 0, "never reached");
+torch::Tensor f(torch::Tensor x) { return x; }
+"""
+ext = load_inline(name="htam_endless", cpp_sources=SRC, functions=["f"],
+                  extra_cflags=["-fconstexpr-loop-limit=2147483647", "-fconstexpr-ops-limit=9223372036854775807"])
+class ModelNew(nn.Module):
+    def __init__(self, negative_slope=0.01):
+        super().__init__()
+    def forward(self, x):
+        return ext.f(x)
+'''
+    opts = EvalOptions(backend="cpp", timing=False, baselines=(), build_root=build_root, compile_timeout_s=15)
+    t0 = time.time()
+    v = Evaluator(opts).evaluate(Candidate(task_path=str(relu_task), source=endless))
+    assert v["status"] == "timeout"
+    assert "compiling" in v["reason"]
+    assert time.time() - t0 < 90
+    time.sleep(1)
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "htam_endless" not in ps, "the compiler was left running after the timeout"
+
+
+def test_invalid_candidate_without_kernel(evaluator, relu_task):
+    src = "import torch.nn as nn\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x.clamp_min(0)\n"
+    v = evaluator.evaluate(Candidate(task_path=str(relu_task), source=src))
+    assert v["status"] == "invalid_candidate"
+    assert "load_inline" in v["reason"]
+
+
+def test_timing_and_eager_baseline_are_reported(build_root, relu_task, tmp_path):
+    from htam_agent.evaluation.store import VerdictStore
+
+    store = VerdictStore(tmp_path / "verdicts")
+    opts = EvalOptions(backend="cpp", baselines=("eager",), build_root=build_root,
+                       timing_plan={"target_s": 0.2, "min_reps": 5, "max_reps": 30})
+    ev = Evaluator(opts, store=store)
+    v = ev.evaluate(candidate("pass", relu_task))
+    assert v["status"] == "accepted", v["reason"]
+    cand, eager = v["timing"]["candidate"], v["timing"]["eager"]
+    assert cand["reps"] >= 5 and cand["median_ms"] > 0 and eager["median_ms"] > 0
+    assert v["speedup_vs_eager"] == pytest.approx(eager["median_ms"] / cand["median_ms"], rel=1e-3)
+    # The second evaluation comes from the content-addressed store, not a new worker.
+    t0 = time.time()
+    again = ev.evaluate(candidate("pass", relu_task))
+    assert again.get("cached") is True and again["key"] == v["key"]
+    assert time.time() - t0 < 2
