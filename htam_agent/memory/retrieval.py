@@ -1,0 +1,128 @@
+"""Strategy retrieval (HTG level 2): similarity to the state, filtered by direction, backend, operator class,
+re-ranked by the outcomes recorded for each strategy in similar states. Also the learned-notes index.
+
+score = w_similarity * cosine(state text, strategy) + w_outcome * value(strategy | similar states)
+        + bottleneck bonus - relaxed penalty
+where value() is the policy's shrunk mean reward, so unused strategies rank by similarity alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .policy import PolicyConfig, _Pooler, describe_stats
+from .schema import MemoryState, Note, RetrievedStrategy, Strategy
+from .strategy_store import StrategyStore
+from .transitions import Event, TransitionIndex, TransitionStore
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    w_similarity: float = 1.0
+    w_outcome: float = 1.0
+    bottleneck_bonus: float = 0.05
+    relaxed_penalty: float = 0.1
+    candidates_per_result: int = 4  # nearest neighbours fetched per requested result, before re-ranking
+
+
+def retrieve_strategies(
+    store: StrategyStore,
+    index: TransitionIndex,
+    strategies: Mapping[str, Strategy],
+    direction: str | None,
+    state: MemoryState,
+    backend: str,
+    k: int,
+    config: RetrievalConfig | None = None,
+    policy: PolicyConfig | None = None,
+) -> list[RetrievedStrategy]:
+    """Top-k strategies for (direction, backend, operator class); direction=None searches all (flat memory)."""
+    config = config or RetrievalConfig()
+    policy = policy or PolicyConfig()
+    if k <= 0:
+        return []
+    key = state.key
+    text = state.text()
+    n = max(k * config.candidates_per_result, k + 8)
+    hits = [(h, False) for h in store.query_strategies(text, n, direction=direction, backend=backend,
+                                                       op_class=key.op_class)]
+    if len(hits) < k:  # too few written for this operator class: widen, but mark them
+        have = {h.id for h, _ in hits}
+        hits += [(h, True) for h in store.query_strategies(text, n, direction=direction, backend=backend,
+                                                           op_class=None) if h.id not in have]
+    pooler = _Pooler(key.as_tuple(), policy.min_similarity)
+    out: list[RetrievedStrategy] = []
+    for hit, relaxed in hits:
+        s = strategies.get(hit.id)
+        if s is None:  # index older than the catalog; the next sync drops it
+            continue
+        pooled = pooler.pool(index.strategies.get(s.id))
+        outcome = pooled.value(policy.shrinkage)
+        bonus = config.bottleneck_bonus if key.bottleneck in s.applicability.bottlenecks else 0.0
+        score = (config.w_similarity * hit.similarity + config.w_outcome * outcome + bonus
+                 - (config.relaxed_penalty if relaxed else 0.0))
+        reason = f"similarity {hit.similarity:.2f}"
+        if pooled.n:
+            reason += f"; in similar states {describe_stats(pooled.stats())} -> {outcome:+.2f}"
+        if bonus:
+            reason += f"; targets {key.bottleneck}-bound"
+        if relaxed:
+            reason += f"; not written for {key.op_class} (filter relaxed)"
+        out.append(RetrievedStrategy(s, score, hit.similarity, pooled.stats(), reason, relaxed))
+    out.sort(key=lambda r: (-r.score, r.strategy.id))
+    return out[:k]
+
+
+# ---------------------------------------------------------------------------------------------- notes
+
+
+def note_text(ev: Event) -> str:
+    k = ev.key
+    head = (f"{ev.direction} after {ev.prev_direction} on a {k.op_class} operator, {k.bottleneck}-bound, "
+            f"{k.status.replace('_', ' ')}, backend {k.backend}")
+    if not ev.accepted:
+        verdict = f"rejected ({ev.status_after.replace('_', ' ')}): {ev.failed_reason}".rstrip(": ")
+    elif ev.gain is not None:
+        verdict = f"accepted, speedup x{math.exp(ev.gain):.2f} over the previous best"
+    else:
+        verdict = "accepted"
+    strategies = f" Strategies: {', '.join(ev.strategies)}." if ev.strategies else ""
+    note = f" Note: {ev.note}" if ev.note else ""
+    return f"{head}: {verdict}.{strategies}{note}"
+
+
+def _watermark_key(store: StrategyStore) -> str:
+    return f"watermark:notes:{store.config.chroma_location}:{store.config.collection_prefix}"
+
+
+def sync_notes(store: StrategyStore, transitions: TransitionStore, batch: int = 2000) -> int:
+    """Index the notes of events recorded since the last sync (events with a failure text or a note)."""
+    wkey = _watermark_key(store)
+    since = int(transitions.get_meta(wkey) or 0)
+    if since and store.count_notes() == 0:
+        since = 0  # the Chroma side was wiped: rebuild
+    added = 0
+    while True:
+        rows = transitions.events(since_id=since, limit=batch)
+        if not rows:
+            break
+        keep = [(i, e) for i, e in rows if e.note or (e.failed_reason and not e.accepted)]
+        if keep:
+            store.upsert_notes(
+                [e.uid for _, e in keep], [note_text(e) for _, e in keep],
+                [{"direction": e.direction, "prev_direction": e.prev_direction, "op_class": e.key.op_class,
+                  "bottleneck": e.key.bottleneck, "status": e.key.status, "backend": e.key.backend,
+                  "accepted": e.accepted, "gain": e.gain if e.gain is not None else 0.0} for _, e in keep])
+            added += len(keep)
+        since = rows[-1][0]
+        transitions.set_meta(wkey, str(since))
+    return added
+
+
+def retrieve_notes(store: StrategyStore, transitions: TransitionStore, state: MemoryState,
+                   direction: str | None, k: int) -> list[Note]:
+    sync_notes(store, transitions)
+    where = {"direction": direction} if direction else None
+    return [Note(h.id, h.document, h.similarity, h.metadata) for h in store.query_notes(state.text(), k, where)]

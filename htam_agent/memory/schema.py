@@ -1,0 +1,293 @@
+"""Vocabulary and records of the HTAM memory.
+
+One module so that every other memory module, the seed files and the export format agree on the same names:
+operator classes, bottlenecks, statuses, backends, the state key transitions are grouped by, and the outcome
+the evaluator reports. Runtime records are frozen dataclasses (cheap, hashable); seed and export records are
+pydantic models (validated when read from files written by people or other versions).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+OpClass = Literal[
+    "elementwise", "reduction", "normalization", "matmul", "convolution", "pooling", "attention", "scan",
+    "fused", "model", "other",
+]
+Bottleneck = Literal["memory", "compute", "latency", "occupancy", "unknown"]
+Status = Literal["none", "compile_error", "incorrect", "correct_slow", "near_roofline"]
+Backend = Literal["cuda", "triton", "cpp"]
+
+OP_CLASSES: tuple[str, ...] = (
+    "elementwise", "reduction", "normalization", "matmul", "convolution", "pooling", "attention", "scan",
+    "fused", "model", "other",
+)
+BOTTLENECKS: tuple[str, ...] = ("memory", "compute", "latency", "occupancy", "unknown")
+STATUSES: tuple[str, ...] = ("none", "compile_error", "incorrect", "correct_slow", "near_roofline")
+BACKENDS: tuple[str, ...] = ("cuda", "triton", "cpp")
+FAILING_STATUSES: frozenset[str] = frozenset({"compile_error", "incorrect"})
+WORKING_STATUSES: frozenset[str] = frozenset({"correct_slow", "near_roofline"})
+
+#: The history's start: the source of the edge taken by a task's first step.
+START = "start"
+
+#: A log-speedup above this counts as an improvement (1%): timing noise is not a gain.
+IMPROVE_EPS = 0.01
+#: Reward of a rejected candidate (compile error, wrong result, cheat): the cost of a wasted step.
+FAIL_REWARD = -0.5
+#: Reward of an accepted candidate whose gain is unknown (no speedup measured).
+UNKNOWN_GAIN_REWARD = 0.1
+#: Rewards are clipped so one freak timing does not dominate an edge.
+REWARD_CLIP = 1.5
+
+
+def _check(value: str, allowed: tuple[str, ...], what: str) -> str:
+    if value not in allowed:
+        raise ValueError(f"unknown {what} {value!r}; expected one of {', '.join(allowed)}")
+    return value
+
+
+@dataclass(frozen=True)
+class StateKey:
+    """The discrete part of a state: what transitions are grouped and compared by."""
+
+    op_class: str
+    bottleneck: str = "unknown"
+    status: str = "none"
+    backend: str = "cuda"
+
+    def __post_init__(self) -> None:
+        _check(self.op_class, OP_CLASSES, "operator class")
+        _check(self.bottleneck, BOTTLENECKS, "bottleneck")
+        _check(self.status, STATUSES, "status")
+        _check(self.backend, BACKENDS, "backend")
+
+    def as_tuple(self) -> tuple[str, str, str, str]:
+        return (self.op_class, self.bottleneck, self.status, self.backend)
+
+    def describe(self) -> str:
+        """A sentence for embedding and prompts; the free text of a state is appended to it."""
+        return (f"{self.op_class} operator, {self.bottleneck}-bound, status {self.status.replace('_', ' ')}, "
+                f"backend {self.backend}.")
+
+
+@dataclass(frozen=True)
+class MemoryState:
+    """A state as the agent sees it: key, short free text, and the current best speedup over eager (if any)."""
+
+    key: StateKey
+    description: str = ""
+    speedup: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.speedup is not None and not (self.speedup > 0 and math.isfinite(self.speedup)):
+            raise ValueError(f"speedup must be a positive finite number, got {self.speedup!r}")
+
+    def text(self) -> str:
+        return f"{self.key.describe()} {self.description}".strip()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The evaluator's verdict on the candidate a step produced, summarized."""
+
+    accepted: bool
+    status: str
+    speedup_vs_eager: float | None = None
+    failed_reason: str = ""
+
+    def __post_init__(self) -> None:
+        _check(self.status, STATUSES, "status")
+        s = self.speedup_vs_eager
+        if s is not None and not (s > 0 and math.isfinite(s)):
+            raise ValueError(f"speedup_vs_eager must be a positive finite number, got {s!r}")
+
+
+@dataclass(frozen=True)
+class HistoryStep:
+    """One earlier step of the current task: its direction and whether its candidate was rejected."""
+
+    direction: str
+    failed: bool = False
+
+
+def as_history(history: object) -> list[HistoryStep]:
+    """Accept plain direction ids or HistoryStep items, oldest first."""
+    steps: list[HistoryStep] = []
+    for item in history or ():  # type: ignore[union-attr]
+        if isinstance(item, HistoryStep):
+            steps.append(item)
+        elif isinstance(item, str):
+            steps.append(HistoryStep(item))
+        else:
+            raise TypeError(f"history items must be str or HistoryStep, got {type(item).__name__}")
+    return steps
+
+
+def gain_of(state_before: MemoryState, outcome: Outcome) -> float | None:
+    """Log speedup of the new candidate over the state's best (over eager when there is no best yet)."""
+    if not outcome.accepted or outcome.speedup_vs_eager is None:
+        return None
+    return math.log(outcome.speedup_vs_eager / (state_before.speedup or 1.0))
+
+
+def reward_of(accepted: bool, gain: float | None) -> float:
+    """The scalar the policy learns from: clipped log gain, a fixed cost for a rejected candidate."""
+    if not accepted:
+        return FAIL_REWARD
+    if gain is None:
+        return UNKNOWN_GAIN_REWARD
+    return max(-REWARD_CLIP, min(REWARD_CLIP, gain))
+
+
+def improved_of(accepted: bool, gain: float | None) -> bool:
+    return accepted and (gain is None or gain > IMPROVE_EPS)
+
+
+# ---------------------------------------------------------------------------------------------- seed records
+
+
+class Direction(BaseModel):
+    """Level 1 of the HTG: a coarse optimization direction."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    name: str
+    description: str
+    applies_when: str
+    bottlenecks: list[Bottleneck] = Field(description="bottlenecks this direction attacks")
+    status_affinity: dict[Status, float] = Field(description="0..1 per status: how apt the direction is there")
+    op_class_priors: dict[OpClass, float] = Field(description="0..1 per operator class: seed prior")
+
+    @field_validator("status_affinity", "op_class_priors")
+    @classmethod
+    def _unit_interval(cls, v: dict[str, float]) -> dict[str, float]:
+        for k, x in v.items():
+            if not 0.0 <= x <= 1.0:
+                raise ValueError(f"{k}: {x} is outside 0..1")
+        return v
+
+    def prior(self, op_class: str) -> float:
+        return self.op_class_priors.get(op_class, 0.3)  # type: ignore[call-overload]
+
+    def affinity(self, status: str) -> float:
+        return self.status_affinity.get(status, 0.5)  # type: ignore[call-overload]
+
+
+class Applicability(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    op_classes: list[OpClass | Literal["any"]]
+    bottlenecks: list[Bottleneck]
+    backends: list[Backend]
+
+    def op_set(self) -> set[str]:
+        return set(OP_CLASSES) if "any" in self.op_classes else set(self.op_classes)
+
+
+class Strategy(BaseModel):
+    """Level 2 of the HTG: a concrete technique under one direction, with code sketches per backend."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    direction: str
+    title: str
+    description: str
+    applicability: Applicability
+    risks: str
+    expected_effect: str
+    code_sketch: dict[Backend, str]
+    tags: list[str] = Field(default_factory=list)
+    source: Literal["seed", "learned"] = "seed"
+
+    @field_validator("code_sketch", mode="before")
+    @classmethod
+    def _join_lines(cls, v: object) -> object:
+        # Seed files keep sketches as arrays of lines so they stay readable and diffable.
+        if isinstance(v, dict):
+            return {k: "\n".join(x) if isinstance(x, list) else x for k, x in v.items()}
+        return v
+
+    @model_validator(mode="after")
+    def _sketch_per_backend(self) -> Strategy:
+        missing = set(self.applicability.backends) - set(self.code_sketch)
+        if missing:
+            raise ValueError(f"strategy {self.id}: no code sketch for backend(s) {sorted(missing)}")
+        return self
+
+    def document(self) -> str:
+        """The text embedded for retrieval."""
+        a = self.applicability
+        return (f"{self.title}. {self.description} Applies to {', '.join(a.op_classes)} operators, "
+                f"{', '.join(a.bottlenecks)}-bound. Effect: {self.expected_effect}")
+
+
+# ---------------------------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class EdgeStats:
+    """Aggregated outcomes of one edge (or one strategy) in one state key; derived, never stored."""
+
+    n: int = 0
+    improved: int = 0
+    failed: int = 0
+    n_gain: int = 0
+    sum_gain: float = 0.0
+    sum_gain2: float = 0.0
+    sum_reward: float = 0.0
+
+    @property
+    def success_rate(self) -> float:
+        return self.improved / self.n if self.n else 0.0
+
+    @property
+    def mean_gain(self) -> float | None:
+        return self.sum_gain / self.n_gain if self.n_gain else None
+
+    @property
+    def std_gain(self) -> float | None:
+        if self.n_gain < 2:
+            return None
+        m = self.sum_gain / self.n_gain
+        return math.sqrt(max(0.0, self.sum_gain2 / self.n_gain - m * m))
+
+
+@dataclass
+class ScoredDirection:
+    """A direction ranked for the current state, with the parts of its score and a readable reason."""
+
+    id: str
+    name: str
+    score: float
+    components: dict[str, float] = field(default_factory=dict)
+    reason: str = ""
+    evidence: float = 0.0
+
+
+@dataclass
+class RetrievedStrategy:
+    """A strategy retrieved for the current state, with why it ranks where it does."""
+
+    strategy: Strategy
+    score: float
+    similarity: float
+    stats: EdgeStats
+    reason: str = ""
+    relaxed: bool = False  # True when found only after dropping the operator-class filter
+
+
+@dataclass
+class Note:
+    """A learned note: what happened when a direction was taken in some state (retrieved by similarity)."""
+
+    event_uid: str
+    text: str
+    similarity: float
+    metadata: dict[str, object] = field(default_factory=dict)

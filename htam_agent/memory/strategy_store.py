@@ -1,0 +1,146 @@
+"""Strategies and learned notes in Chroma: embedded (PersistentClient) by default, a server by URL when shared.
+
+Chroma holds a derived, re-buildable index: the strategies come from the seed files and SQLite (learned ones),
+the notes from the SQLite event log. So a lost or stale Chroma store costs a re-index, never experience.
+Applicability is stored as boolean metadata flags (``b_cuda``, ``o_matmul``, ...) because they filter the same way on
+the embedded store and on every server version.
+
+An embedded store is for one process at a time (Chroma's own rule); several processes or hosts share a
+``chroma run`` server through ``HTAM_CHROMA_URL``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .config import ChromaServer, MemoryConfig
+from .schema import BACKENDS, OP_CLASSES, Strategy
+
+_BATCH = 1000
+_FINGERPRINT = "htam_fingerprint"
+
+
+@dataclass
+class Hit:
+    id: str
+    similarity: float
+    metadata: dict[str, Any]
+    document: str = ""
+
+
+def strategy_metadata(s: Strategy) -> dict[str, str | bool]:
+    md: dict[str, str | bool] = {"direction": s.direction, "source": s.source}
+    md.update({f"b_{b}": b in s.applicability.backends for b in BACKENDS})
+    ops = s.applicability.op_set()
+    md.update({f"o_{o}": o in ops for o in OP_CLASSES})
+    return md
+
+
+def make_client(config: MemoryConfig) -> Any:
+    """A Chroma client for the config: HttpClient when a URL is set, PersistentClient otherwise."""
+    import chromadb
+    from chromadb.config import Settings
+
+    settings = Settings(anonymized_telemetry=False)
+    if config.chroma_url:
+        srv = ChromaServer.parse(config.chroma_url)
+        headers = {"Authorization": f"Bearer {config.chroma_token}"} if config.chroma_token else None
+        return chromadb.HttpClient(host=srv.host, port=srv.port, ssl=srv.ssl, headers=headers, settings=settings)
+    config.chroma_path.mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=str(config.chroma_path), settings=settings)
+
+
+class StrategyStore:
+    """Two collections: ``<prefix>_strategies`` and ``<prefix>_notes``, both embedded with the shipped model."""
+
+    def __init__(self, config: MemoryConfig, client: Any | None = None) -> None:
+        from .embeddings import HTAMEmbeddingFunction
+
+        self.config = config
+        self.client = client if client is not None else make_client(config)
+        self._ef = HTAMEmbeddingFunction(device=config.embed_device)
+        self._strategies = self._collection("strategies")
+        self._notes = self._collection("notes")
+
+    def _collection(self, kind: str) -> Any:
+        return self.client.get_or_create_collection(
+            f"{self.config.collection_prefix}_{kind}", embedding_function=self._ef,
+            configuration={"hnsw": {"space": "cosine"}})
+
+    # -- strategies -------------------------------------------------------------------------------------
+
+    def fingerprint(self) -> str | None:
+        md = self.client.get_collection(self._strategies.name, embedding_function=self._ef).metadata or {}
+        return md.get(_FINGERPRINT)
+
+    def sync_strategies(self, strategies: Sequence[Strategy], fingerprint: str) -> bool:
+        """Make the index hold exactly these strategies; a no-op when the fingerprint already matches."""
+        if self.fingerprint() == fingerprint:
+            return False
+        col = self._strategies
+        wanted = {s.id for s in strategies}
+        existing = set(col.get(include=[])["ids"])
+        stale = sorted(existing - wanted)
+        for i in range(0, len(stale), _BATCH):
+            col.delete(ids=stale[i:i + _BATCH])
+        items = list(strategies)
+        for i in range(0, len(items), _BATCH):
+            chunk = items[i:i + _BATCH]
+            col.upsert(ids=[s.id for s in chunk], documents=[s.document() for s in chunk],
+                       metadatas=[strategy_metadata(s) for s in chunk])  # type: ignore[arg-type]
+        col.modify(metadata={_FINGERPRINT: fingerprint})
+        return True
+
+    def query_strategies(self, text: str, n: int, *, direction: str | None, backend: str | None,
+                         op_class: str | None) -> list[Hit]:
+        conds: list[dict[str, Any]] = []
+        if direction:
+            conds.append({"direction": direction})
+        if backend:
+            conds.append({f"b_{backend}": True})
+        if op_class:
+            conds.append({f"o_{op_class}": True})
+        where = conds[0] if len(conds) == 1 else {"$and": conds} if conds else None
+        return self._query(self._strategies, text, n, where)
+
+    def count_strategies(self) -> int:
+        return int(self._strategies.count())
+
+    # -- notes ------------------------------------------------------------------------------------------
+
+    def upsert_notes(self, ids: Sequence[str], texts: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
+        for i in range(0, len(ids), _BATCH):
+            self._notes.upsert(ids=list(ids[i:i + _BATCH]), documents=list(texts[i:i + _BATCH]),
+                               metadatas=list(metadatas[i:i + _BATCH]))
+
+    def query_notes(self, text: str, n: int, where: dict[str, Any] | None = None) -> list[Hit]:
+        return self._query(self._notes, text, n, where)
+
+    def count_notes(self) -> int:
+        return int(self._notes.count())
+
+    # -- common -----------------------------------------------------------------------------------------
+
+    def _query(self, col: Any, text: str, n: int, where: dict[str, Any] | None) -> list[Hit]:
+        if n <= 0:
+            return []
+        r = col.query(query_texts=[text], n_results=n, where=where,
+                      include=["distances", "metadatas", "documents"])
+        ids, dists = r["ids"][0], r["distances"][0]
+        mds = (r.get("metadatas") or [[{}] * len(ids)])[0]
+        docs = (r.get("documents") or [[""] * len(ids)])[0]
+        return [Hit(i, 1.0 - float(d), dict(m or {}), doc or "") for i, d, m, doc in zip(ids, dists, mds, docs,
+                                                                                           strict=True)]
+
+    def reset(self) -> None:
+        """Drop both collections and create them empty (the strategies re-index on next use)."""
+        for kind in ("strategies", "notes"):
+            name = f"{self.config.collection_prefix}_{kind}"
+            try:
+                self.client.delete_collection(name)
+            except Exception:  # noqa: BLE001 - absent already: nothing to drop
+                pass
+        self._strategies = self._collection("strategies")
+        self._notes = self._collection("notes")

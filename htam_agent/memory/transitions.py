@@ -1,0 +1,521 @@
+"""Transition experience in SQLite: an append-only event log, statistics derived by aggregation.
+
+Why an event log: every outcome is one INSERTed row (plus its strategy rows) in one transaction, so two writers
+never update the same row and no update is lost; a process killed mid-write leaves either the whole event or
+none of it (SQLite's journal), so the memory always opens consistent. WAL mode lets readers run while a writer
+writes; ``busy_timeout`` makes a writer wait for the lock instead of failing.
+
+Statistics are folded into an in-process index incrementally: rows are read only past the last id seen (ids
+grow in commit order, so the visible rows are always a prefix), and a generation token in ``meta`` tells
+readers to rebuild after a reset.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import sqlite3
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .schema import (
+    BACKENDS,
+    BOTTLENECKS,
+    OP_CLASSES,
+    START,
+    STATUSES,
+    EdgeStats,
+    MemoryState,
+    Outcome,
+    StateKey,
+    gain_of,
+    improved_of,
+    reward_of,
+)
+
+#: Version of the SQLite layout; a store of another version is refused, never rewritten in place.
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 30_000
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    uid TEXT NOT NULL UNIQUE,
+    ts REAL NOT NULL,
+    task_id TEXT NOT NULL DEFAULT '',
+    run_id TEXT NOT NULL DEFAULT '',
+    op_class TEXT NOT NULL,
+    bottleneck TEXT NOT NULL,
+    status TEXT NOT NULL,
+    backend TEXT NOT NULL,
+    prev_direction TEXT NOT NULL,
+    direction TEXT NOT NULL,
+    n_strategies INTEGER NOT NULL,
+    accepted INTEGER NOT NULL,
+    status_after TEXT NOT NULL,
+    speedup_before REAL,
+    speedup_after REAL,
+    gain REAL,
+    failed_reason TEXT NOT NULL DEFAULT '',
+    note TEXT NOT NULL DEFAULT '',
+    state_text TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS events_edge ON events(prev_direction, direction);
+CREATE TABLE IF NOT EXISTS event_strategies (
+    event_id INTEGER NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+    strategy_id TEXT NOT NULL,
+    PRIMARY KEY (event_id, strategy_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS event_strategies_sid ON event_strategies(strategy_id);
+CREATE TABLE IF NOT EXISTS learned_strategies (id TEXT PRIMARY KEY, json TEXT NOT NULL, ts REAL NOT NULL);
+"""
+
+_EVENT_COLS = ("uid", "ts", "task_id", "run_id", "op_class", "bottleneck", "status", "backend",
+               "prev_direction", "direction", "n_strategies", "accepted", "status_after", "speedup_before",
+               "speedup_after", "gain", "failed_reason", "note", "state_text")
+
+
+class MemoryStoreError(RuntimeError):
+    """The memory's files cannot be used as they are (unreadable, another schema version); nothing was changed."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One recorded step: state before, edge taken, strategies used, verdict after."""
+
+    uid: str
+    ts: float
+    key: StateKey
+    prev_direction: str
+    direction: str
+    strategies: tuple[str, ...]
+    accepted: bool
+    status_after: str
+    speedup_before: float | None = None
+    speedup_after: float | None = None
+    gain: float | None = None
+    failed_reason: str = ""
+    note: str = ""
+    state_text: str = ""
+    task_id: str = ""
+    run_id: str = ""
+
+    @classmethod
+    def from_step(cls, state_before: MemoryState, direction: str, strategies: Sequence[str], outcome: Outcome,
+                  *, prev_direction: str | None = None, note: str = "", task_id: str = "", run_id: str = "",
+                  ts: float | None = None, uid: str | None = None) -> Event:
+        return cls(
+            uid=uid or uuid.uuid4().hex, ts=time.time() if ts is None else ts, key=state_before.key,
+            prev_direction=prev_direction or START, direction=direction,
+            strategies=tuple(dict.fromkeys(strategies)), accepted=outcome.accepted,
+            status_after=outcome.status, speedup_before=state_before.speedup,
+            speedup_after=outcome.speedup_vs_eager, gain=gain_of(state_before, outcome),
+            failed_reason=outcome.failed_reason[:500], note=note[:1000], state_text=state_before.description[:1000],
+            task_id=task_id, run_id=run_id)
+
+    def row(self) -> tuple[object, ...]:
+        k = self.key
+        return (self.uid, self.ts, self.task_id, self.run_id, k.op_class, k.bottleneck, k.status, k.backend,
+                self.prev_direction, self.direction, len(self.strategies), int(self.accepted), self.status_after,
+                self.speedup_before, self.speedup_after, self.gain, self.failed_reason, self.note, self.state_text)
+
+    def to_dict(self) -> dict[str, object]:
+        d = dict(zip(_EVENT_COLS, self.row(), strict=True))
+        d.pop("n_strategies")
+        d["accepted"] = self.accepted
+        d["strategies"] = list(self.strategies)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, object]) -> Event:
+        """Validate an exported event (types, vocabulary, finite numbers); raises ValueError."""
+        def num(name: str) -> float | None:
+            v = d.get(name)
+            if v is None:
+                return None
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                raise ValueError(f"{name} must be a finite number or null, got {v!r}")
+            return float(v)
+
+        def text(name: str, required: bool = False) -> str:
+            v = d.get(name, None if required else "")
+            if not isinstance(v, str) or (required and not v):
+                raise ValueError(f"{name} must be a{' non-empty' if required else ''} string, got {v!r}")
+            return v
+
+        strategies = d.get("strategies", [])
+        if not isinstance(strategies, list) or not all(isinstance(s, str) for s in strategies):
+            raise ValueError("strategies must be a list of strings")
+        accepted = d.get("accepted")
+        if not isinstance(accepted, bool):
+            raise ValueError(f"accepted must be true or false, got {accepted!r}")
+        status_after = text("status_after", True)
+        if status_after not in STATUSES:
+            raise ValueError(f"unknown status_after {status_after!r}")
+        ts = num("ts")
+        if ts is None:
+            raise ValueError("ts is required")
+        return cls(
+            uid=text("uid", True), ts=ts,
+            key=StateKey(text("op_class", True), text("bottleneck", True), text("status", True),
+                         text("backend", True)),
+            prev_direction=text("prev_direction", True), direction=text("direction", True),
+            strategies=tuple(dict.fromkeys(strategies)), accepted=accepted, status_after=status_after,
+            speedup_before=num("speedup_before"), speedup_after=num("speedup_after"), gain=num("gain"),
+            failed_reason=text("failed_reason"), note=text("note"), state_text=text("state_text"),
+            task_id=text("task_id"), run_id=text("run_id"))
+
+
+# ---------------------------------------------------------------------------------------------- aggregation
+
+
+class Agg:
+    """Running sums for one (edge or strategy, state key) cell."""
+
+    __slots__ = ("n", "improved", "failed", "n_gain", "sum_gain", "sum_gain2", "sum_reward")
+
+    def __init__(self) -> None:
+        self.n = self.improved = self.failed = self.n_gain = 0
+        self.sum_gain = self.sum_gain2 = self.sum_reward = 0.0
+
+    def add(self, accepted: bool, gain: float | None) -> None:
+        self.n += 1
+        self.improved += improved_of(accepted, gain)
+        self.failed += not accepted
+        if gain is not None:
+            self.n_gain += 1
+            self.sum_gain += gain
+            self.sum_gain2 += gain * gain
+        self.sum_reward += reward_of(accepted, gain)
+
+    def merge(self, other: Agg, weight: float = 1) -> None:
+        """Weighted accumulation (weights are state similarities; counts become effective counts)."""
+        self.n += other.n * weight  # type: ignore[assignment]
+        self.improved += other.improved * weight  # type: ignore[assignment]
+        self.failed += other.failed * weight  # type: ignore[assignment]
+        self.n_gain += other.n_gain * weight  # type: ignore[assignment]
+        self.sum_gain += other.sum_gain * weight
+        self.sum_gain2 += other.sum_gain2 * weight
+        self.sum_reward += other.sum_reward * weight
+
+    def freeze(self) -> EdgeStats:
+        return EdgeStats(self.n, self.improved, self.failed, self.n_gain, self.sum_gain, self.sum_gain2,
+                         self.sum_reward)
+
+
+KeyT = tuple[str, str, str, str]
+
+
+@dataclass
+class TransitionIndex:
+    """Statistics folded from the event log, grouped by edge and state key."""
+
+    edges: dict[tuple[str, str], dict[KeyT, Agg]] = field(default_factory=dict)
+    into: dict[str, dict[KeyT, Agg]] = field(default_factory=dict)  # direction -> key -> Agg over all sources
+    strategies: dict[str, dict[KeyT, Agg]] = field(default_factory=dict)
+    failures: dict[tuple[str, str], deque[str]] = field(default_factory=dict)  # recent failure texts per edge
+    notes: dict[tuple[str, str], deque[str]] = field(default_factory=dict)
+    n_events: int = 0
+
+    def add(self, key: KeyT, prev: str, direction: str, accepted: bool, gain: float | None,
+            failed_reason: str, note: str) -> None:
+        self.n_events += 1
+        self.edges.setdefault((prev, direction), {}).setdefault(key, Agg()).add(accepted, gain)
+        self.into.setdefault(direction, {}).setdefault(key, Agg()).add(accepted, gain)
+        if failed_reason and not accepted:
+            self.failures.setdefault((prev, direction), deque(maxlen=3)).append(failed_reason)
+        if note:
+            self.notes.setdefault((prev, direction), deque(maxlen=3)).append(note)
+
+    def add_strategy(self, sid: str, key: KeyT, accepted: bool, gain: float | None) -> None:
+        self.strategies.setdefault(sid, {}).setdefault(key, Agg()).add(accepted, gain)
+
+
+# ---------------------------------------------------------------------------------------------- the store
+
+
+class TransitionStore:
+    """The SQLite event log and the index derived from it. Safe across processes; one connection per object."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        self._conn = self._open()
+        self._index = TransitionIndex()
+        self._seen_id = 0
+        self._generation: str | None = None
+
+    # -- opening ----------------------------------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        existed = self.path.exists() and self.path.stat().st_size > 0
+        try:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                   check_same_thread=False)
+        except sqlite3.Error as e:
+            raise MemoryStoreError(f"cannot open the memory database {self.path}: {e}") from e
+        try:
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            if existed:
+                self._check_version(conn)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("BEGIN IMMEDIATE")
+            for stmt in filter(None, (s.strip() for s in _DDL.split(";"))):
+                conn.execute(stmt)
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('generation', ?)", (secrets.token_hex(8),))
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('created', ?)", (str(time.time()),))
+            conn.execute("COMMIT")
+            self._check_version(conn)
+        except MemoryStoreError:
+            conn.close()
+            raise
+        except sqlite3.DatabaseError as e:
+            conn.close()
+            raise MemoryStoreError(
+                f"{self.path} is not a readable HTAM memory database ({e}); it was left untouched. "
+                "Move it away, or run `htam memory reset` (it keeps the file under another name).") from e
+        return conn
+
+    def _check_version(self, conn: sqlite3.Connection) -> None:
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if "meta" not in tables:
+                if tables:
+                    raise MemoryStoreError(
+                        f"{self.path} is a SQLite file but not an HTAM memory (tables: {sorted(tables)}); "
+                        "it was left untouched.")
+                return
+            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.DatabaseError as e:
+            raise MemoryStoreError(
+                f"{self.path} is not a readable HTAM memory database ({e}); it was left untouched. "
+                "Move it away, or run `htam memory reset` (it keeps the file under another name).") from e
+        if row is not None and row[0] != str(SCHEMA_VERSION):
+            raise MemoryStoreError(
+                f"{self.path} has memory schema version {row[0]}, this htam-agent reads version "
+                f"{SCHEMA_VERSION}; it was left untouched. Export it with the matching htam-agent version "
+                "or start a new memory directory.")
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- writing ----------------------------------------------------------------------------------------
+
+    def append(self, event: Event) -> bool:
+        """Record one event atomically; False when an event with that uid is already there."""
+        return self.append_many([event]) == 1
+
+    def append_many(self, events: Iterable[Event]) -> int:
+        """Record events in one transaction (all or none); events whose uid exists are skipped."""
+        with self._lock:
+            c = self._conn
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                added = _insert_events(c, events)
+                c.execute("COMMIT")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+            return added
+
+    def put_learned_strategies(self, items: Iterable[tuple[str, str, float]]) -> int:
+        """Insert or replace learned strategies (id, json, ts); a newer ts wins on conflict."""
+        with self._lock:
+            c = self._conn
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                n = 0
+                for sid, js, ts in items:
+                    cur = c.execute(
+                        "INSERT INTO learned_strategies VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+                        "json=excluded.json, ts=excluded.ts WHERE excluded.ts >= learned_strategies.ts",
+                        (sid, js, ts))
+                    n += cur.rowcount
+                c.execute("COMMIT")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+            return n
+
+    def import_all(self, events: Sequence[Event], learned: Sequence[tuple[str, str, float]]) -> tuple[int, int]:
+        """Merge events (by uid) and learned strategies in one transaction: all or nothing."""
+        with self._lock:
+            c = self._conn
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                added = _insert_events(c, events)
+                n_learned = 0
+                for sid, js, ts in learned:
+                    cur = c.execute(
+                        "INSERT INTO learned_strategies VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+                        "json=excluded.json, ts=excluded.ts WHERE excluded.ts > learned_strategies.ts",
+                        (sid, js, ts))
+                    n_learned += cur.rowcount
+                c.execute("COMMIT")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+            return added, n_learned
+
+    def reset(self) -> None:
+        """Forget all experience (events, learned strategies); readers rebuild through the new generation."""
+        with self._lock:
+            c = self._conn
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                c.execute("DELETE FROM event_strategies")
+                c.execute("DELETE FROM events")
+                c.execute("DELETE FROM learned_strategies")
+                c.execute("DELETE FROM meta WHERE key LIKE 'watermark:%'")
+                c.execute("UPDATE meta SET value=? WHERE key='generation'", (secrets.token_hex(8),))
+                c.execute("COMMIT")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+            self._index = TransitionIndex()
+            self._seen_id = 0
+
+    # -- meta (watermarks of derived indexes) ------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+            return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._lock:
+            self._conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                               (key, value))
+
+    # -- reading ----------------------------------------------------------------------------------------
+
+    def count(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT count(*) FROM events").fetchone()[0])
+
+    def index(self) -> TransitionIndex:
+        """The statistics, brought up to date with rows other processes committed since the last call."""
+        with self._lock:
+            c = self._conn
+            c.execute("BEGIN")  # one read snapshot: an event and its strategy rows are seen together
+            try:
+                gen = c.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+                gen = gen[0] if gen else ""
+                if gen != self._generation:
+                    self._index, self._seen_id, self._generation = TransitionIndex(), 0, gen
+                rows = c.execute(
+                    "SELECT id, op_class, bottleneck, status, backend, prev_direction, direction, accepted, gain, "
+                    "failed_reason, note FROM events WHERE id > ? ORDER BY id", (self._seen_id,)).fetchall()
+                srows = c.execute(
+                    "SELECT s.event_id, s.strategy_id, e.op_class, e.bottleneck, e.status, e.backend, e.accepted, "
+                    "e.gain FROM event_strategies s JOIN events e ON e.id = s.event_id WHERE s.event_id > ?",
+                    (self._seen_id,)).fetchall()
+            finally:
+                c.execute("COMMIT")
+            idx = self._index
+            for _id, op, bn, st, be, prev, d, acc, gain, why, note in rows:
+                idx.add((op, bn, st, be), prev, d, bool(acc), gain, why, note)
+            for _eid, sid, op, bn, st, be, acc, gain in srows:
+                idx.add_strategy(sid, (op, bn, st, be), bool(acc), gain)
+            if rows:
+                self._seen_id = rows[-1][0]
+            return idx
+
+    def events(self, since_id: int = 0, limit: int | None = None) -> list[tuple[int, Event]]:
+        """Events with their ids, oldest first (for export and the notes index)."""
+        with self._lock:
+            c = self._conn
+            c.execute("BEGIN")
+            try:
+                q = f"SELECT id, {', '.join(_EVENT_COLS)} FROM events WHERE id > ? ORDER BY id"
+                rows = c.execute(q + (f" LIMIT {int(limit)}" if limit else ""), (since_id,)).fetchall()
+                last = rows[-1][0] if rows else since_id
+                strat: dict[int, list[str]] = {}
+                for eid, sid in c.execute(
+                        "SELECT event_id, strategy_id FROM event_strategies WHERE event_id > ? AND event_id <= ?",
+                        (since_id, last)):
+                    strat.setdefault(eid, []).append(sid)
+            finally:
+                c.execute("COMMIT")
+        out = []
+        for r in rows:
+            d = dict(zip(_EVENT_COLS, r[1:], strict=True))
+            out.append((r[0], Event(
+                uid=d["uid"], ts=d["ts"], key=StateKey(d["op_class"], d["bottleneck"], d["status"], d["backend"]),
+                prev_direction=d["prev_direction"], direction=d["direction"],
+                strategies=tuple(sorted(strat.get(r[0], []))), accepted=bool(d["accepted"]),
+                status_after=d["status_after"], speedup_before=d["speedup_before"],
+                speedup_after=d["speedup_after"], gain=d["gain"], failed_reason=d["failed_reason"],
+                note=d["note"], state_text=d["state_text"], task_id=d["task_id"], run_id=d["run_id"])))
+        return out
+
+    def learned_strategies(self) -> list[tuple[str, str, float]]:
+        with self._lock:
+            return [(r[0], r[1], r[2]) for r in
+                    self._conn.execute("SELECT id, json, ts FROM learned_strategies ORDER BY id")]
+
+    def learned_fingerprint(self) -> str:
+        with self._lock:
+            n, ts = self._conn.execute("SELECT count(*), coalesce(max(ts), 0) FROM learned_strategies").fetchone()
+            return f"{n}:{ts!r}"
+
+    def check(self) -> dict[str, object]:
+        """Integrity report: SQLite's own check and the invariants of the log (used by tests and `show`)."""
+        with self._lock:
+            c = self._conn
+            integrity = c.execute("PRAGMA integrity_check").fetchone()[0]
+            fk = c.execute("PRAGMA foreign_key_check").fetchall()
+            mismatched = c.execute(
+                "SELECT count(*) FROM events e WHERE e.n_strategies != "
+                "(SELECT count(*) FROM event_strategies s WHERE s.event_id = e.id)").fetchone()[0]
+            bad_vocab = c.execute(
+                f"SELECT count(*) FROM events WHERE op_class NOT IN ({_q(OP_CLASSES)}) "
+                f"OR bottleneck NOT IN ({_q(BOTTLENECKS)}) OR status NOT IN ({_q(STATUSES)}) "
+                f"OR backend NOT IN ({_q(BACKENDS)})").fetchone()[0]
+        return {"integrity": integrity, "foreign_key_errors": len(fk), "events_missing_strategies": mismatched,
+                "bad_vocabulary": bad_vocab, "ok": integrity == "ok" and not fk and not mismatched and not bad_vocab}
+
+    def size_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())
+
+
+def set_aside(path: str | Path) -> Path:
+    """Rename an unusable database (and its WAL files) out of the way, keeping it for inspection."""
+    path = Path(path)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    kept = path.with_name(f"{path.name}.unreadable-{stamp}")
+    for suffix in ("", "-wal", "-shm"):
+        src = Path(str(path) + suffix)
+        if src.exists():
+            src.rename(Path(str(kept) + suffix))
+    return kept
+
+
+def _q(values: Iterable[str]) -> str:
+    return ", ".join(f"'{v}'" for v in values)
+
+
+_INSERT_EVENT = (f"INSERT OR IGNORE INTO events ({', '.join(_EVENT_COLS)}) "
+                 f"VALUES ({', '.join('?' * len(_EVENT_COLS))})")
+
+
+def _insert_events(c: sqlite3.Connection, events: Iterable[Event]) -> int:
+    """Insert events and their strategy rows inside the caller's transaction; returns how many were new."""
+    added = 0
+    for ev in events:
+        cur = c.execute(_INSERT_EVENT, ev.row())
+        if cur.rowcount:
+            added += 1
+            c.executemany("INSERT INTO event_strategies VALUES (?, ?)", [(cur.lastrowid, s) for s in ev.strategies])
+    return added
