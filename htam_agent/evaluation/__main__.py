@@ -89,17 +89,19 @@ def cmd_batch(args: argparse.Namespace) -> int:
     for backend, cands in by_backend.items():
         ev = Evaluator(_options(args, backend), store)
 
-        def progress(phase: str, i: int, n: int, v: dict | None, backend: str = backend) -> None:
+        def progress(phase: str, i: int, n: int, v: dict | None, backend: str = backend,
+                     cands: list[Candidate] = cands) -> None:
+            nonlocal n_ok
             print(f"[{time.time() - t0:7.1f}s] {backend} {phase} {i}/{n}: {(v or {}).get('reason', '')[:150]}",
                   flush=True)
+            if phase == "evaluate" and v is not None:
+                v["candidate_path"] = getattr(cands[i - 1], "origin", "")
+                n_ok += bool(v["accepted"])
+                if out:  # written as it comes: a batch cut short keeps what it finished
+                    out.write(json.dumps(v, default=str) + "\n")
+                    out.flush()
 
-        verdicts = ev.evaluate_batch(cands, parallel_compile=args.jobs, progress=progress)
-        for c, v in zip(cands, verdicts, strict=True):
-            v["candidate_path"] = getattr(c, "origin", "")
-            n_ok += bool(v["accepted"])
-            if out:
-                out.write(json.dumps(v, default=str) + "\n")
-                out.flush()
+        ev.evaluate_batch(cands, parallel_compile=args.jobs, progress=progress)
         if out:
             for base in ev._baselines.values():
                 out.write(json.dumps(base, default=str) + "\n")

@@ -14,6 +14,7 @@ import fcntl
 import hashlib
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,47 @@ def build_key(name: str, kwargs: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
+def _pch_dir(root: Path, extra_cflags: list[str], extra_include_paths: list[str]) -> Path | None:
+    """A precompiled `torch/extension.h` for these flags, in its own folder, built once under a lock.
+
+    torch's own `use_pch` keeps one PCH inside its install and rebuilds it whenever the flags change, so
+    candidates with different flags (-O3 here, -fopenmp there) would thrash it, and parallel builds would
+    race on it. One folder per flag signature, put first on the include path, avoids both: gcc looks for
+    `torch/extension.h.gch` in each include directory before the header itself.
+    """
+    import sysconfig
+
+    import torch.utils.cpp_extension as ext
+
+    if not ext.IS_LINUX:
+        return None
+    compiler = ext.get_cxx_compiler()
+    if not ext.check_compiler_is_gcc(compiler):
+        return None
+    torch_inc = os.path.join(ext._TORCH_PATH, "include")
+    header = os.path.join(torch_inc, "torch", "extension.h")
+    cmd = [compiler, "-x", "c++-header", header,
+           "-I", torch_inc, "-I", sysconfig.get_path("include"),
+           "-I", os.path.join(torch_inc, "torch", "csrc", "api", "include"),
+           *[f"-I{p}" for p in extra_include_paths], *extra_cflags,
+           "-DTORCH_API_INCLUDE_EXTENSION_H", "-std=c++20", "-fPIC"]
+    sig = hashlib.sha256(json.dumps([cmd, ext.torch.__version__]).encode()).hexdigest()[:20]
+    folder = root / "pch" / sig
+    target = folder / "torch" / "extension.h.gch"
+    if target.exists():
+        return folder
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(root / f".pch-{sig}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not target.exists():
+            tmp = target.with_suffix(f".gch.{os.getpid()}")
+            proc = subprocess.run([*cmd, "-o", str(tmp)], capture_output=True, text=True)
+            if proc.returncode != 0:
+                return None  # flags the header cannot be precompiled with: build without a PCH
+            os.replace(tmp, target)
+    return folder
+
+
 def install(build_root: str, use_pch: bool = True) -> None:
     """Wrap `load_inline` (process-wide; idempotent)."""
     global _installed
@@ -50,34 +92,25 @@ def install(build_root: str, use_pch: bool = True) -> None:
     original = ext.load_inline
     root = Path(build_root)
     root.mkdir(parents=True, exist_ok=True)
-    lock_path = root / ".pch.lock"
-
-    build_pch = ext._check_and_build_extension_h_precompiler_headers
-
-    def locked_build_pch(*args: Any, **kwargs: Any) -> None:
-        # The PCH lives inside torch's install; two workers writing it at once would corrupt it.
-        with open(lock_path, "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                build_pch(*args, **kwargs)
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def load_inline(name: str, cpp_sources: Any, *args: Any, **kwargs: Any) -> Any:
         params = dict(zip(("cuda_sources", "sycl_sources", "functions"), args, strict=False))
         params.update(kwargs)
         params["cpp_sources"] = cpp_sources
-        if use_pch and ext.IS_LINUX:
-            params["use_pch"] = True
+        params["use_pch"] = False  # ours, below, instead of torch's single shared one
         key = build_key(name, params)
         build_dir = root / key[:32]
         build_dir.mkdir(parents=True, exist_ok=True)
+        if use_pch and not params.get("no_implicit_headers"):
+            pch = _pch_dir(root, _as_list(params.get("extra_cflags")), _as_list(params.get("extra_include_paths")))
+            if pch is not None:
+                params["extra_include_paths"] = [str(pch), *_as_list(params.get("extra_include_paths"))]
         params["build_directory"] = str(build_dir)
         params.setdefault("verbose", False)
         cpp = params.pop("cpp_sources")
         return original(name, cpp, **params)
 
-    ext._check_and_build_extension_h_precompiler_headers = locked_build_pch
+    # A candidate passing use_pch=False must not delete a PCH that parallel builds rely on.
     ext.remove_extension_h_precompiler_headers = lambda: None
     ext.load_inline = load_inline
     _installed = True

@@ -19,13 +19,14 @@ import time
 import traceback
 from typing import Any
 
+_T_START = time.perf_counter()
 # Trusted references, taken before any candidate code runs (cheat pattern 6: timer tampering).
 import torch  # noqa: E402
 
-from . import correctness, timing
-from .backends import get_backend
-from .tasks import TaskError, load_task_source, validate_inputs
-from .verdict import add_flag, finalize, new_verdict
+from . import correctness, timing  # noqa: E402
+from .backends import get_backend  # noqa: E402
+from .tasks import TaskError, load_task_source, validate_inputs  # noqa: E402
+from .verdict import add_flag, finalize, new_verdict  # noqa: E402
 
 
 def _trusted_objects() -> dict[str, Any]:
@@ -77,8 +78,13 @@ class Phases:
     def __init__(self, path: str | None) -> None:
         self.path = path
         self.name = "start"
+        self.t0 = self._last = time.perf_counter()
+        self.seconds: dict[str, float] = {}
 
     def enter(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[self.name] = round(self.seconds.get(self.name, 0.0) + now - self._last, 3)
+        self._last = now
         self.name = name
         if self.path:
             tmp = self.path + ".tmp"
@@ -456,6 +462,7 @@ def main(argv: list[str] | None = None) -> int:
         job = json.load(f)
     verdict = new_verdict(job.get("task_name", ""), job["backend"])
     phases = Phases(job.get("phase_path"))
+    phases.seconds["imports"] = round(time.perf_counter() - _T_START, 3)
     t0 = time.time()
     try:
         evaluate(job, verdict, phases)
@@ -470,6 +477,8 @@ def main(argv: list[str] | None = None) -> int:
         verdict["error"] = text[-1500:]
         verdict["reason"] = f"{kind.replace('_', ' ')} during {phases.name}: {text[:400]}"
     verdict["phase"] = phases.name
+    phases.enter("done")
+    verdict["phase_seconds"] = phases.seconds
     verdict["wall_seconds"] = round(time.time() - t0, 3)
     finalize(verdict)
     tmp = job["result_path"] + ".tmp"
