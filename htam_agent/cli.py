@@ -1,0 +1,146 @@
+"""The `htam` command. Sub-apps live beside the code they drive; this module only assembles them.
+
+Heavy imports (torch, Chroma) happen inside the commands, so `htam --help` is instant.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(name="htam", help="Make GPU kernels faster with an LLM and a memory that learns (HTAM).",
+                  no_args_is_help=True, add_completion=False)
+verdicts_app = typer.Typer(help="The content-addressed verdict store (import GPU verdicts made elsewhere).",
+                           no_args_is_help=True)
+tasks_app = typer.Typer(help="The bundled task suite.", no_args_is_help=True)
+app.add_typer(verdicts_app, name="verdicts")
+app.add_typer(tasks_app, name="tasks")
+
+console = Console(stderr=True)
+STATUS_STYLE = {"accepted": "bold green", "incorrect": "bold red", "rejected": "bold magenta"}
+
+
+def _mount_memory() -> None:
+    try:
+        from htam_agent.memory.cli import app as memory_app
+    except ImportError as exc:  # the memory extra is part of the default install; say what is missing
+        missing = typer.Typer(help=f"(unavailable: {exc})")
+        app.add_typer(missing, name="memory")
+        return
+    app.add_typer(memory_app, name="memory")
+
+
+_mount_memory()
+
+
+@app.command("eval")
+def eval_cmd(
+    task: Annotated[Path, typer.Argument(help="KernelBench-format task file (Model, get_inputs, get_init_inputs)")],
+    candidate: Annotated[Path, typer.Argument(help="candidate file defining ModelNew")],
+    backend: Annotated[str | None, typer.Option(help="cuda | triton | cpp (default: detected from the source)")] = None,
+    size: Annotated[str | None, typer.Option(help="default | small | alt (default: small on cpp, else default)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the verdict as JSON")] = False,
+    baselines: Annotated[str, typer.Option(help="comma list of eager,compile; empty for none")] = "eager,compile",
+    no_timing: Annotated[bool, typer.Option("--no-timing", help="check correctness only")] = False,
+    no_store: Annotated[bool, typer.Option("--no-store", help="do not read or write the verdict store")] = False,
+    compile_timeout: Annotated[float, typer.Option(help="seconds allowed to compile")] = 600.0,
+    run_timeout: Annotated[float, typer.Option(help="seconds allowed for each later phase")] = 180.0,
+    threads: Annotated[int | None, typer.Option(help="CPU threads for the cpp backend")] = None,
+) -> None:
+    """Compile, verify and time CANDIDATE against TASK; exit status 0 only when it is accepted."""
+    from htam_agent.evaluation.backends import BACKEND_NAMES, detect_backend
+    from htam_agent.evaluation.report import format_verdict
+    from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+    from htam_agent.evaluation.store import VerdictStore
+    from htam_agent.evaluation.tasks import TaskError, load_task
+
+    for path, what in ((task, "task"), (candidate, "candidate")):
+        if not path.is_file():
+            console.print(f"[red]error:[/] {path}: no such {what} file")
+            raise typer.Exit(2)
+    try:
+        load_task(task, size="default")
+    except TaskError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    source = candidate.read_text()
+    backend = backend or detect_backend(source)
+    if backend not in BACKEND_NAMES:
+        console.print(f"[red]error:[/] {candidate}: cannot tell the backend"
+                      f"{'' if backend is None else f' ({backend!r} is not one)'}; pass --backend "
+                      + "|".join(BACKEND_NAMES))
+        raise typer.Exit(2)
+    options = EvalOptions(backend=backend, size=size, timing=not no_timing,
+                          baselines=tuple(b for b in baselines.split(",") if b.strip()),
+                          compile_timeout_s=compile_timeout, run_timeout_s=run_timeout, threads=threads)
+    store = None if no_store else VerdictStore()
+    with console.status(f"evaluating {candidate.name} on {backend} (compile, verify, time)..."):
+        verdict = Evaluator(options, store).evaluate(Candidate(task_path=str(task), source=source))
+    if as_json:
+        sys.stdout.write(json.dumps(verdict, indent=1, default=str) + "\n")
+    else:
+        style = STATUS_STYLE.get(verdict["status"], "bold yellow")
+        console.print(f"[{style}]{verdict['status'].upper()}[/]")
+        typer.echo(format_verdict(verdict))
+    raise typer.Exit(0 if verdict["accepted"] else 1)
+
+
+@verdicts_app.command("import")
+def verdicts_import(file: Annotated[Path, typer.Argument(help="verdicts.jsonl from `python -m htam_agent.evaluation batch`")]) -> None:
+    """Import verdicts made on another host (e.g. a GPU host) into the local store."""
+    from htam_agent.evaluation.store import StoreError, VerdictStore
+
+    store = VerdictStore()
+    try:
+        n = store.import_jsonl(file)
+    except StoreError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    typer.echo(f"imported {n} verdicts into {store.root}")
+
+
+@verdicts_app.command("export")
+def verdicts_export(file: Path) -> None:
+    """Write every stored verdict to a JSON-lines file."""
+    from htam_agent.evaluation.store import VerdictStore
+
+    store = VerdictStore()
+    typer.echo(f"exported {store.export_jsonl(file)} verdicts from {store.root}")
+
+
+@verdicts_app.command("list")
+def verdicts_list(task: Annotated[str | None, typer.Option(help="only this task")] = None) -> None:
+    """One line per stored verdict: task, backend, device, status, speedup."""
+    from htam_agent.evaluation.store import VerdictStore
+
+    for v in VerdictStore():
+        if task and v.get("task") != task:
+            continue
+        sp = v.get("speedup_vs_eager")
+        typer.echo(f"{v.get('key', '')[:12]}  {v.get('task', ''):<32} {v.get('backend', ''):<7} "
+                   f"{v.get('device_name', '')[:24]:<24} {v.get('kind', 'candidate'):<9} {v.get('status', ''):<17} "
+                   f"{'' if sp is None else f'{sp:.2f}x'}")
+
+
+@tasks_app.command("list")
+def tasks_list() -> None:
+    """The bundled problems and how many honest candidates each has per backend."""
+    from htam_agent.tasks import candidate_files, suite_files
+
+    for p in suite_files():
+        counts = {b: len(candidate_files(p.stem, b)) for b in ("cuda", "triton", "cpp")}
+        extra = "  ".join(f"{b}:{n}" for b, n in counts.items() if n)
+        typer.echo(f"{p.stem:<36} {extra}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
