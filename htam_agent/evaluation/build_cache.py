@@ -78,6 +78,11 @@ def _pch_dir(root: Path, extra_cflags: list[str], extra_include_paths: list[str]
             proc = subprocess.run([*cmd, "-o", str(tmp)], capture_output=True, text=True)
             if proc.returncode != 0:
                 return None  # flags the header cannot be precompiled with: build without a PCH
+            # gcc, having found the .gch here, looks for the header here too whenever it cannot use the
+            # PCH (a second #include of extension.h in the candidate's own source): give it the header.
+            link = target.parent / "extension.h"
+            if not link.exists():
+                os.symlink(header, link)
             os.replace(tmp, target)
     return folder
 

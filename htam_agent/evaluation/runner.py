@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +48,7 @@ class EvalOptions:
     device_index: int = 0
     build_root: str | None = None
     keep_scratch: bool = False
+    prestart: bool = True  # start the next worker process while this one runs
 
     def __post_init__(self) -> None:
         if self.backend not in BACKEND_NAMES:
@@ -88,20 +90,54 @@ def _tail(path: Path, n: int = 4000) -> str:
     return data[-n:].decode(errors="replace")
 
 
+class _Spare:
+    """A worker process started ahead of time (torch imported), waiting for its job path on stdin.
+
+    Still one process per candidate; starting the next one while the current one runs takes Python and
+    torch start-up (seconds) off every candidate's time-to-verdict.
+    """
+
+    def __init__(self) -> None:
+        self.scratch = Path(tempfile.mkdtemp(prefix="htam-job-"))
+        self.out = open(self.scratch / "stdout.txt", "wb")
+        self.err = open(self.scratch / "stderr.txt", "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "htam_agent.evaluation.worker", "--wait"],
+            cwd=self.scratch, env=scrubbed_env(), stdout=self.out, stderr=self.err, stdin=subprocess.PIPE,
+            start_new_session=True,  # its own process group: a timeout kills nvcc/ninja children too
+        )
+
+
+_spare_lock = threading.Lock()
+_spare: _Spare | None = None
+
+
+def _take_spare(prestart: bool) -> _Spare:
+    global _spare
+    with _spare_lock:
+        spare, _spare = _spare, None
+        if spare is None or spare.proc.poll() is not None:
+            spare = _Spare()
+        if prestart:
+            _spare = _Spare()
+    return spare
+
+
 def run_job(job: dict[str, Any], options: EvalOptions) -> dict[str, Any]:
     """Run one worker job to completion or to its limit; always returns a verdict dict."""
-    scratch = Path(tempfile.mkdtemp(prefix="htam-job-"))
+    spare = _take_spare(options.prestart)
+    scratch, proc, out, err = spare.scratch, spare.proc, spare.out, spare.err
     job = dict(job)
     job["result_path"] = str(scratch / "verdict.json")
     job["phase_path"] = str(scratch / "phase.json")
     (scratch / "job.json").write_text(json.dumps(job))
-    out, err = open(scratch / "stdout.txt", "wb"), open(scratch / "stderr.txt", "wb")
     t0 = time.time()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "htam_agent.evaluation.worker", str(scratch / "job.json")],
-        cwd=scratch, env=scrubbed_env(), stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-        start_new_session=True,  # its own process group: a timeout kills nvcc/ninja children too
-    )
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(f"{scratch / 'job.json'}\n".encode())
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass  # it died on start-up; reported below like any other death
     timed_out_in: str | None = None
     limit = 0.0
     while proc.poll() is None:

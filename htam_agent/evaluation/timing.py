@@ -53,7 +53,7 @@ def summarize(samples: list[float], host: list[float], warmup: int) -> TimingSta
 
 @dataclass
 class TimingPlan:
-    target_s: float = 1.0  # total timed time to aim for
+    target_s: float = 0.5  # total timed time to aim for
     min_reps: int = 10
     max_reps: int = 200
     warmup_s: float = 0.1

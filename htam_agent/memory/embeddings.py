@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,27 @@ def embed(texts: list[str], device: str = "cpu", batch_size: int = 64) -> Any:
             if device == "cpu" and prev != want:
                 torch.set_num_threads(prev)
     return vecs.astype("float32")
+
+
+_query_cache: OrderedDict[tuple[str, str], Any] = OrderedDict()
+_QUERY_CACHE_SIZE = 256
+
+
+def embed_query(text: str, device: str = "cpu") -> Any:
+    """One query embedding, memoized (LRU): a step embeds the same state text for strategies and notes."""
+    key = (device, text)
+    with _lock:
+        hit = _query_cache.get(key)
+        if hit is not None:
+            _query_cache.move_to_end(key)
+            return hit
+    vec = embed([text], device)[0]
+    vec.setflags(write=False)
+    with _lock:
+        _query_cache[key] = vec
+        while len(_query_cache) > _QUERY_CACHE_SIZE:
+            _query_cache.popitem(last=False)
+    return vec
 
 
 @register_embedding_function

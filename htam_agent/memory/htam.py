@@ -29,8 +29,9 @@ from .schema import (
     Strategy,
     as_history,
 )
+from .stats import key_mask
 from .strategy_store import StrategyStore
-from .transitions import Agg, Event, KeyT, TransitionStore
+from .transitions import Event, TransitionStore
 
 
 @dataclass(frozen=True)
@@ -48,14 +49,6 @@ class EdgeRow:
 class StrategyRow:
     strategy: Strategy
     stats: EdgeStats
-
-
-def _key_filter(op_class: str | None, backend: str | None, bottleneck: str | None = None,
-                status: str | None = None):  # noqa: ANN202 - small local predicate
-    def ok(k: KeyT) -> bool:
-        return ((op_class is None or k[0] == op_class) and (bottleneck is None or k[1] == bottleneck)
-                and (status is None or k[2] == status) and (backend is None or k[3] == backend))
-    return ok
 
 
 class HTAMemory:
@@ -168,17 +161,14 @@ class HTAMemory:
               status: str | None = None, direction: str | None = None) -> list[EdgeRow]:
         """Edges with statistics over matching state keys; `direction` keeps edges that touch it."""
         idx = self.transitions.index()
-        ok = _key_filter(op_class, backend, bottleneck, status)
+        mask = key_mask(op_class, bottleneck, status, backend)
         rows = []
-        for (src, dst), cells in idx.edges.items():
+        for src, dst in idx.pairs():
             if direction and direction not in (src, dst):
                 continue
-            total = Agg()
-            for k, a in cells.items():
-                if ok(k):
-                    total.merge(a)
-            if total.n:
-                rows.append(EdgeRow(src, dst, total.freeze(), tuple(idx.failures.get((src, dst), ())),
+            st = idx.edge_total(src, dst, mask)
+            if st.n:
+                rows.append(EdgeRow(src, dst, st, tuple(idx.failures.get((src, dst), ())),
                                     tuple(idx.notes.get((src, dst), ()))))
         rows.sort(key=lambda r: (-r.stats.n, r.source, r.target))
         return rows
@@ -186,18 +176,14 @@ class HTAMemory:
     def strategy_rows(self, *, op_class: str | None = None, backend: str | None = None,
                       direction: str | None = None) -> list[StrategyRow]:
         idx = self.transitions.index()
-        ok = _key_filter(op_class, backend)
+        mask = key_mask(op_class=op_class, backend=backend)
         rows = []
         for s in self.strategies().values():
             a = s.applicability
             if ((direction and s.direction != direction) or (backend and backend not in a.backends)
                     or (op_class and op_class not in a.op_set())):
                 continue
-            total = Agg()
-            for k, agg in idx.strategies.get(s.id, {}).items():
-                if ok(k):
-                    total.merge(agg)
-            rows.append(StrategyRow(s, total.freeze()))
+            rows.append(StrategyRow(s, idx.strategy_total(s.id, mask)))
         order = {d: i for i, d in enumerate(self.directions)}
         rows.sort(key=lambda r: (order.get(r.strategy.direction, 99), -r.stats.n, r.strategy.id))
         return rows

@@ -20,57 +20,12 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .schema import (
-    FAILING_STATUSES,
-    START,
-    WORKING_STATUSES,
-    Direction,
-    EdgeStats,
-    HistoryStep,
-    ScoredDirection,
-    StateKey,
-)
-from .transitions import Agg, KeyT, TransitionIndex
+from .schema import START, Direction, EdgeStats, HistoryStep, ScoredDirection, StateKey
+from .stats import FIELDS, TransitionIndex, similarity_vector, state_similarity, stats_of
 
-# Operator classes that share kernel structure, so experience transfers between them in part.
-_OP_AFFINITY: dict[frozenset[str], float] = {
-    frozenset({"reduction", "normalization"}): 0.6,
-    frozenset({"reduction", "pooling"}): 0.4,
-    frozenset({"reduction", "scan"}): 0.4,
-    frozenset({"normalization", "attention"}): 0.3,
-    frozenset({"matmul", "convolution"}): 0.5,
-    frozenset({"matmul", "attention"}): 0.5,
-    frozenset({"convolution", "pooling"}): 0.3,
-    frozenset({"elementwise", "fused"}): 0.4,
-    frozenset({"fused", "model"}): 0.5,
-    frozenset({"matmul", "fused"}): 0.3,
-    frozenset({"convolution", "fused"}): 0.3,
-    frozenset({"normalization", "fused"}): 0.3,
-}
+__all__ = ["PolicyConfig", "score_directions", "state_similarity", "describe_stats", "bottleneck_fit", "value_of"]
 
-
-def op_affinity(a: str, b: str) -> float:
-    if a == b:
-        return 1.0
-    if "other" in (a, b):
-        return 0.1
-    return _OP_AFFINITY.get(frozenset((a, b)), 0.0)
-
-
-def state_similarity(a: KeyT, b: KeyT) -> float:
-    """1 for the same key; operator class dominates, then status, bottleneck and backend."""
-    op = op_affinity(a[0], b[0])
-    if op == 0.0:
-        return 0.0
-    bn = 1.0 if a[1] == b[1] else 0.6 if "unknown" in (a[1], b[1]) else 0.4
-    if a[2] == b[2]:
-        st = 1.0
-    elif {a[2], b[2]} <= FAILING_STATUSES or {a[2], b[2]} <= WORKING_STATUSES:
-        st = 0.5
-    else:
-        st = 0.25
-    be = 1.0 if a[3] == b[3] else 0.6
-    return op * bn * st * be
+_N, _REWARD = FIELDS.index("n"), FIELDS.index("sum_reward")
 
 
 @dataclass(frozen=True)
@@ -90,47 +45,9 @@ class PolicyConfig:
     tie_jitter: float = 1e-6
 
 
-@dataclass
-class Pooled:
-    """Similarity-weighted statistics of one edge (effective counts are sums of similarities)."""
-
-    agg: Agg
-
-    @property
-    def n(self) -> float:
-        return float(self.agg.n)
-
-    def mean_reward(self) -> float:
-        return self.agg.sum_reward / self.agg.n if self.agg.n else 0.0
-
-    def value(self, shrinkage: float) -> float:
-        return self.agg.sum_reward / (self.agg.n + shrinkage) if self.agg.n else 0.0
-
-    def stats(self) -> EdgeStats:
-        return self.agg.freeze()
-
-
-class _Pooler:
-    """Pools cells of the index around one state key, caching the similarities."""
-
-    def __init__(self, key: KeyT, min_sim: float) -> None:
-        self.key, self.min_sim = key, min_sim
-        self._sim: dict[KeyT, float] = {}
-
-    def sim(self, other: KeyT) -> float:
-        s = self._sim.get(other)
-        if s is None:
-            s = state_similarity(self.key, other)
-            self._sim[other] = s
-        return s
-
-    def pool(self, cells: dict[KeyT, Agg] | None) -> Pooled:
-        out = Agg()
-        for k, a in (cells or {}).items():
-            w = self.sim(k)
-            if w >= self.min_sim:
-                out.merge(a, w)
-        return Pooled(out)
+def value_of(n: float, sum_reward: float, shrinkage: float) -> float:
+    """Mean reward times confidence n / (n + shrinkage) = sum_reward / (n + shrinkage); 0 without evidence."""
+    return float(sum_reward / (n + shrinkage)) if n > 0 else 0.0
 
 
 def describe_stats(st: EdgeStats) -> str:
@@ -161,44 +78,51 @@ def score_directions(
 ) -> list[ScoredDirection]:
     """Rank all directions, best first, each with its score components and a readable reason."""
     cfg = config or PolicyConfig()
-    kt = key.as_tuple()
-    pooler = _Pooler(kt, cfg.min_similarity)
     recent = list(reversed(history))[: max(1, cfg.history_len)]  # recent[0] = latest step
     sources = [(s.direction, cfg.history_decay ** i) for i, s in enumerate(recent)] or [(START, 1.0)]
     total_alpha = sum(a for _, a in sources)
     rng = random.Random(seed)
 
-    pooled_into = {d.id: pooler.pool(index.into.get(d.id)) if index else Pooled(Agg()) for d in directions}
-    n_total = sum(p.n for p in pooled_into.values())
+    # [source, target, field]: every edge pooled over states similar to this one, in one product
+    pooled = index.pooled(similarity_vector(key.as_tuple(), cfg.min_similarity)) if index and index.nodes else None
+    into = pooled.sum(axis=0) if pooled is not None else None  # [target, field]: any source
+    pos = index.position if index is not None else (lambda _name: None)
 
+    def target_n(d: str) -> float:
+        j = pos(d)
+        return float(into[j, _N]) if into is not None and j is not None else 0.0
+
+    n_total = sum(target_n(d.id) for d in directions)
     out: list[ScoredDirection] = []
     for d in directions:
         prior = d.prior(key.op_class)
         fit = 0.5 * d.affinity(key.status) + 0.5 * bottleneck_fit(d, key.bottleneck)
         reasons = [f"prior {prior:.2f} for {key.op_class}",
                    f"fit {fit:.2f} ({key.bottleneck}-bound, {key.status.replace('_', ' ')})"]
-        edge_val, evidence = 0.0, 0.0
-        if index is not None:
-            for pos, (src, alpha) in enumerate(sources):
-                p = pooler.pool(index.edges.get((src, d.id)))
-                if p.n:
-                    v = p.value(cfg.shrinkage)
-                    edge_val += alpha / total_alpha * v
-                    evidence += p.n
-                    when = "at the start" if src == START else f"after {src}" + (
-                        " (latest)" if pos == 0 else f" ({pos + 1} steps back)")
-                    reasons.append(f"{when} in similar states: {describe_stats(p.stats())} -> {v:+.2f}")
-        into = pooled_into[d.id]
-        similar_val = into.value(cfg.shrinkage)
-        if into.n:
-            reasons.append(f"any path, similar states: {describe_stats(into.stats())} -> {similar_val:+.2f}")
-        explore = math.sqrt(math.log1p(n_total) / (1.0 + into.n)) if n_total else 0.0
+        edge_val, evidence, similar_val = 0.0, 0.0, 0.0
+        j = pos(d.id)
+        if pooled is not None and j is not None:
+            for p_i, (src, alpha) in enumerate(sources):
+                i = pos(src)
+                if i is None or pooled[i, j, _N] <= 0:
+                    continue
+                v = value_of(pooled[i, j, _N], pooled[i, j, _REWARD], cfg.shrinkage)
+                edge_val += alpha / total_alpha * v
+                evidence += float(pooled[i, j, _N])
+                when = "at the start" if src == START else f"after {src}" + (
+                    " (latest)" if p_i == 0 else f" ({p_i + 1} steps back)")
+                reasons.append(f"{when} in similar states: {describe_stats(stats_of(pooled[i, j]))} -> {v:+.2f}")
+            if into[j, _N] > 0:
+                similar_val = value_of(into[j, _N], into[j, _REWARD], cfg.shrinkage)
+                reasons.append(f"any path, similar states: {describe_stats(stats_of(into[j]))} -> {similar_val:+.2f}")
+        n_d = target_n(d.id)
+        explore = math.sqrt(math.log1p(n_total) / (1.0 + n_d)) if n_total else 0.0
         if explore:
-            reasons.append(f"exploration {cfg.w_explore * explore:+.2f} (tried {into.n:.1f} of {n_total:.1f})")
+            reasons.append(f"exploration {cfg.w_explore * explore:+.2f} (tried {n_d:.1f} of {n_total:.1f})")
         fail = sum(cfg.history_decay ** i for i, s in enumerate(recent) if s.failed and s.direction == d.id)
         if fail:
             reasons.append(f"just failed: {-cfg.w_fail * fail:+.2f}")
-        comps = {
+        comps = {  # plain floats: the agent serializes them into its state and traces
             "prior": cfg.w_prior * prior,
             "state": cfg.w_state * fit,
             "transition": cfg.w_edge * edge_val,
@@ -206,7 +130,7 @@ def score_directions(
             "explore": cfg.w_explore * explore,
             "fail_penalty": -cfg.w_fail * fail,
         }
-        score = sum(comps.values()) + cfg.tie_jitter * rng.random()
-        out.append(ScoredDirection(d.id, d.name, score, comps, "; ".join(reasons), evidence + into.n))
+        score = float(sum(comps.values()) + cfg.tie_jitter * rng.random())
+        out.append(ScoredDirection(d.id, d.name, score, comps, "; ".join(reasons), evidence + n_d))
     out.sort(key=lambda s: (-s.score, s.id))
     return out

@@ -12,10 +12,11 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .policy import PolicyConfig, _Pooler, describe_stats
+from .policy import PolicyConfig, describe_stats, value_of
 from .schema import MemoryState, Note, RetrievedStrategy, Strategy
+from .stats import TransitionIndex, similarity_vector
 from .strategy_store import StrategyStore
-from .transitions import Event, TransitionIndex, TransitionStore
+from .transitions import Event, TransitionStore
 
 
 @dataclass(frozen=True)
@@ -52,25 +53,25 @@ def retrieve_strategies(
         have = {h.id for h, _ in hits}
         hits += [(h, True) for h in store.query_strategies(text, n, direction=direction, backend=backend,
                                                            op_class=None) if h.id not in have]
-    pooler = _Pooler(key.as_tuple(), policy.min_similarity)
+    sim = similarity_vector(key.as_tuple(), policy.min_similarity)
     out: list[RetrievedStrategy] = []
     for hit, relaxed in hits:
         s = strategies.get(hit.id)
         if s is None:  # index older than the catalog; the next sync drops it
             continue
-        pooled = pooler.pool(index.strategies.get(s.id))
-        outcome = pooled.value(policy.shrinkage)
+        pooled = index.strategy_pooled(s.id, sim)
+        outcome = value_of(pooled.n, pooled.sum_reward, policy.shrinkage)
         bonus = config.bottleneck_bonus if key.bottleneck in s.applicability.bottlenecks else 0.0
         score = (config.w_similarity * hit.similarity + config.w_outcome * outcome + bonus
                  - (config.relaxed_penalty if relaxed else 0.0))
         reason = f"similarity {hit.similarity:.2f}"
         if pooled.n:
-            reason += f"; in similar states {describe_stats(pooled.stats())} -> {outcome:+.2f}"
+            reason += f"; in similar states {describe_stats(pooled.freeze())} -> {outcome:+.2f}"
         if bonus:
             reason += f"; targets {key.bottleneck}-bound"
         if relaxed:
             reason += f"; not written for {key.op_class} (filter relaxed)"
-        out.append(RetrievedStrategy(s, score, hit.similarity, pooled.stats(), reason, relaxed))
+        out.append(RetrievedStrategy(s, score, hit.similarity, pooled.freeze(), reason, relaxed))
     out.sort(key=lambda r: (-r.score, r.strategy.id))
     return out[:k]
 

@@ -126,7 +126,9 @@ class StrategyStore:
     def _query(self, col: Any, text: str, n: int, where: dict[str, Any] | None) -> list[Hit]:
         if n <= 0:
             return []
-        r = col.query(query_texts=[text], n_results=n, where=where,
+        from .embeddings import embed_query
+
+        r = col.query(query_embeddings=[embed_query(text, self.config.embed_device)], n_results=n, where=where,
                       include=["distances", "metadatas", "documents"])
         ids, dists = r["ids"][0], r["distances"][0]
         mds = (r.get("metadatas") or [[{}] * len(ids)])[0]

@@ -5,7 +5,7 @@ never update the same row and no update is lost; a process killed mid-write leav
 none of it (SQLite's journal), so the memory always opens consistent. WAL mode lets readers run while a writer
 writes; ``busy_timeout`` makes a writer wait for the lock instead of failing.
 
-Statistics are folded into an in-process index incrementally: rows are read only past the last id seen (ids
+Statistics are folded into an in-process index (stats.py) incrementally: rows are read only past the last id seen (ids
 grow in commit order, so the visible rows are always a prefix), and a generation token in ``meta`` tells
 readers to rebuild after a reset.
 """
@@ -18,9 +18,8 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .schema import (
@@ -29,14 +28,12 @@ from .schema import (
     OP_CLASSES,
     START,
     STATUSES,
-    EdgeStats,
     MemoryState,
     Outcome,
     StateKey,
     gain_of,
-    improved_of,
-    reward_of,
 )
+from .stats import TransitionIndex
 
 #: Version of the SQLite layout; a store of another version is refused, never rewritten in place.
 SCHEMA_VERSION = 1
@@ -170,71 +167,6 @@ class Event:
             speedup_before=num("speedup_before"), speedup_after=num("speedup_after"), gain=num("gain"),
             failed_reason=text("failed_reason"), note=text("note"), state_text=text("state_text"),
             task_id=text("task_id"), run_id=text("run_id"))
-
-
-# ---------------------------------------------------------------------------------------------- aggregation
-
-
-class Agg:
-    """Running sums for one (edge or strategy, state key) cell."""
-
-    __slots__ = ("n", "improved", "failed", "n_gain", "sum_gain", "sum_gain2", "sum_reward")
-
-    def __init__(self) -> None:
-        self.n = self.improved = self.failed = self.n_gain = 0
-        self.sum_gain = self.sum_gain2 = self.sum_reward = 0.0
-
-    def add(self, accepted: bool, gain: float | None) -> None:
-        self.n += 1
-        self.improved += improved_of(accepted, gain)
-        self.failed += not accepted
-        if gain is not None:
-            self.n_gain += 1
-            self.sum_gain += gain
-            self.sum_gain2 += gain * gain
-        self.sum_reward += reward_of(accepted, gain)
-
-    def merge(self, other: Agg, weight: float = 1) -> None:
-        """Weighted accumulation (weights are state similarities; counts become effective counts)."""
-        self.n += other.n * weight  # type: ignore[assignment]
-        self.improved += other.improved * weight  # type: ignore[assignment]
-        self.failed += other.failed * weight  # type: ignore[assignment]
-        self.n_gain += other.n_gain * weight  # type: ignore[assignment]
-        self.sum_gain += other.sum_gain * weight
-        self.sum_gain2 += other.sum_gain2 * weight
-        self.sum_reward += other.sum_reward * weight
-
-    def freeze(self) -> EdgeStats:
-        return EdgeStats(self.n, self.improved, self.failed, self.n_gain, self.sum_gain, self.sum_gain2,
-                         self.sum_reward)
-
-
-KeyT = tuple[str, str, str, str]
-
-
-@dataclass
-class TransitionIndex:
-    """Statistics folded from the event log, grouped by edge and state key."""
-
-    edges: dict[tuple[str, str], dict[KeyT, Agg]] = field(default_factory=dict)
-    into: dict[str, dict[KeyT, Agg]] = field(default_factory=dict)  # direction -> key -> Agg over all sources
-    strategies: dict[str, dict[KeyT, Agg]] = field(default_factory=dict)
-    failures: dict[tuple[str, str], deque[str]] = field(default_factory=dict)  # recent failure texts per edge
-    notes: dict[tuple[str, str], deque[str]] = field(default_factory=dict)
-    n_events: int = 0
-
-    def add(self, key: KeyT, prev: str, direction: str, accepted: bool, gain: float | None,
-            failed_reason: str, note: str) -> None:
-        self.n_events += 1
-        self.edges.setdefault((prev, direction), {}).setdefault(key, Agg()).add(accepted, gain)
-        self.into.setdefault(direction, {}).setdefault(key, Agg()).add(accepted, gain)
-        if failed_reason and not accepted:
-            self.failures.setdefault((prev, direction), deque(maxlen=3)).append(failed_reason)
-        if note:
-            self.notes.setdefault((prev, direction), deque(maxlen=3)).append(note)
-
-    def add_strategy(self, sid: str, key: KeyT, accepted: bool, gain: float | None) -> None:
-        self.strategies.setdefault(sid, {}).setdefault(key, Agg()).add(accepted, gain)
 
 
 # ---------------------------------------------------------------------------------------------- the store
@@ -415,8 +347,8 @@ class TransitionStore:
                 if gen != self._generation:
                     self._index, self._seen_id, self._generation = TransitionIndex(), 0, gen
                 rows = c.execute(
-                    "SELECT id, op_class, bottleneck, status, backend, prev_direction, direction, accepted, gain, "
-                    "failed_reason, note FROM events WHERE id > ? ORDER BY id", (self._seen_id,)).fetchall()
+                    "SELECT op_class, bottleneck, status, backend, prev_direction, direction, accepted, gain, "
+                    "failed_reason, note, id FROM events WHERE id > ? ORDER BY id", (self._seen_id,)).fetchall()
                 srows = c.execute(
                     "SELECT s.event_id, s.strategy_id, e.op_class, e.bottleneck, e.status, e.backend, e.accepted, "
                     "e.gain FROM event_strategies s JOIN events e ON e.id = s.event_id WHERE s.event_id > ?",
@@ -424,12 +356,11 @@ class TransitionStore:
             finally:
                 c.execute("COMMIT")
             idx = self._index
-            for _id, op, bn, st, be, prev, d, acc, gain, why, note in rows:
-                idx.add((op, bn, st, be), prev, d, bool(acc), gain, why, note)
+            idx.fold(rows)
             for _eid, sid, op, bn, st, be, acc, gain in srows:
                 idx.add_strategy(sid, (op, bn, st, be), bool(acc), gain)
             if rows:
-                self._seen_id = rows[-1][0]
+                self._seen_id = rows[-1][-1]
             return idx
 
     def events(self, since_id: int = 0, limit: int | None = None) -> list[tuple[int, Event]]:
