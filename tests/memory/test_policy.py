@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from memory_helpers import fail, gain, state
 
+from htam_agent.memory.config import MemoryConfig
 from htam_agent.memory.htam import HTAMemory
-from htam_agent.memory.policy import PolicyConfig, bottleneck_fit, state_similarity
+from htam_agent.memory.policy import PolicyConfig, bottleneck_fit
 from htam_agent.memory.schema import HistoryStep
+from htam_agent.memory.stats import KEYS, similarity_vector, state_similarity
 
 A, B, C, D = "memory_access", "instruction_throughput", "data_reuse", "launch_overhead"
 # For a compute-bound matmul the seed prefers C (data_reuse, prior 0.95) over B (instruction_throughput, 0.90):
@@ -93,7 +95,7 @@ def test_learning_carries_over_to_a_new_task_of_the_same_operator_class(mem):
     assert ids.index(B) < ids.index(C)
     # an unrelated operator class is not affected: it still ranks by its priors
     unrelated = state("elementwise", "memory")
-    fresh = HTAMemory(mem.config.__class__(mem.config.data_dir.parent / "fresh"))
+    fresh = HTAMemory(MemoryConfig(mem.config.data_dir.parent / "fresh"))
     assert _rank(mem, unrelated, [A]) == _rank(fresh, unrelated, [A])
     fresh.close()
 
@@ -134,6 +136,8 @@ def test_state_similarity_kernel():
     assert 0 < state_similarity(k, ("convolution", "compute", "correct_slow", "cuda")) < 1
     assert state_similarity(k, ("matmul", "memory", "correct_slow", "cuda")) > state_similarity(
         k, ("matmul", "memory", "incorrect", "cuda"))
+    vec = similarity_vector(k)  # the dense form used for pooling agrees with the pairwise kernel
+    assert all(abs(vec[i] - state_similarity(k, other)) < 1e-12 for i, other in enumerate(KEYS))
 
 
 def test_unknown_direction_is_rejected(mem):

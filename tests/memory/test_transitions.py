@@ -35,12 +35,13 @@ def test_events_aggregate_into_edge_and_strategy_statistics(tmp_path):
     store.append(_ev(outcome=gain(1.0)))
     store.append(_ev(outcome=fail("illegal memory access")))
     idx = store.index()
-    cell = idx.edges[("memory_access", "data_reuse")][("matmul", "compute", "correct_slow", "cuda")].freeze()
+    cell = idx.cell("memory_access", "data_reuse", ("matmul", "compute", "correct_slow", "cuda"))
     assert (cell.n, cell.improved, cell.failed, cell.n_gain) == (3, 1, 1, 2)
     assert math.isclose(cell.mean_gain, (math.log(2.0) + 0.0) / 2)
     assert cell.sum_reward == pytest.approx(math.log(2.0) + 0.0 - 0.5)
     assert list(idx.failures[("memory_access", "data_reuse")]) == ["illegal memory access"]
-    assert idx.strategies["dr_smem_tiling_gemm"][("matmul", "compute", "correct_slow", "cuda")].n == 3
+    assert idx.strategy_total("dr_smem_tiling_gemm").n == 3
+    assert idx.edge_total("memory_access", "data_reuse") == cell  # a single key so far
     assert store.check()["ok"]
 
 
@@ -84,9 +85,9 @@ def test_two_processes_recording_at_once_lose_no_update(tmp_path):
     switches = sum(1 for x, y in zip(order, order[1:], strict=False) if x != y)
     assert switches > 1, "writers did not overlap; the test would prove nothing"
     idx = store.index()
-    cell = idx.edges[("memory_access", "parallel_mapping")][("normalization", "memory", "correct_slow", "cuda")]
+    cell = idx.cell("memory_access", "parallel_mapping", ("normalization", "memory", "correct_slow", "cuda"))
     assert cell.n == 400
-    assert sum(idx.strategies["pm_warp_per_row"][k].n for k in idx.strategies["pm_warp_per_row"]) == 400
+    assert idx.strategy_total("pm_warp_per_row").n == 400
     assert store.check()["ok"]
 
 
@@ -119,7 +120,7 @@ def test_killed_writer_leaves_a_consistent_readable_memory(tmp_path):
         idx = store.index()
         assert idx.n_events == n
         for sid in ("ma_vectorized_loads", "pm_warp_per_row", "fr_online_softmax"):
-            assert sum(a.n for a in idx.strategies[sid].values()) == by_writers
+            assert idx.strategy_total(sid).n == by_writers
         assert store.append(_ev())  # and it is writable again
         store.close()
 
@@ -154,3 +155,21 @@ def test_other_schema_version_is_refused_and_left_untouched(tmp_path):
     with pytest.raises(MemoryStoreError, match=f"schema version {SCHEMA_VERSION + 1}"):
         TransitionStore(db)
     assert _digest(db) == digest
+
+
+def test_vectorized_fold_agrees_with_the_scalar_definitions(tmp_path):
+    """stats._row_fields must match schema.reward_of / improved_of for every kind of outcome."""
+    from htam_agent.memory.schema import MemoryState, Outcome, StateKey, gain_of, improved_of, reward_of
+
+    store = TransitionStore(tmp_path / "t.sqlite3")
+    st = MemoryState(StateKey("scan", "latency", "correct_slow", "cpp"), speedup=1.0)
+    outcomes = [Outcome(True, "correct_slow", x) for x in (0.2, 0.995, 1.005, 1.02, 3.0, 50.0)]
+    outcomes += [Outcome(True, "near_roofline", None), Outcome(False, "compile_error", None, "nvcc")]
+    for o in outcomes:
+        store.append(Event.from_step(st, "parallel_mapping", [], o, prev_direction="memory_access"))
+    cell = store.index().cell("memory_access", "parallel_mapping", st.key.as_tuple())
+    gains = [gain_of(st, o) for o in outcomes]
+    assert cell.n == len(outcomes)
+    assert cell.improved == sum(improved_of(o.accepted, g) for o, g in zip(outcomes, gains, strict=True))
+    assert cell.sum_reward == pytest.approx(sum(reward_of(o.accepted, g) for o, g in zip(outcomes, gains, strict=True)))
+    assert cell.failed == 1 and cell.n_gain == 6
