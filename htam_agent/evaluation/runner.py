@@ -49,6 +49,7 @@ class EvalOptions:
     build_root: str | None = None
     keep_scratch: bool = False
     prestart: bool = True  # start the next worker process while this one runs
+    fast_build: bool = True  # content-addressed builds, per-flag PCH, device arch only
 
     def __post_init__(self) -> None:
         if self.backend not in BACKEND_NAMES:
@@ -251,6 +252,7 @@ class Evaluator:
             "size": o.resolve_size(cand.task_source), "alt_size": o.alt_size, "trials": o.trials,
             "timing": o.timing, "timing_plan": o.timing_plan, "baselines": list(o.baselines),
             "threads": o.threads, "device_index": o.device_index, "build_root": self.build_root,
+            "fast_build": o.fast_build,
         }
 
     # -- phases ----------------------------------------------------------------------------------------

@@ -252,8 +252,7 @@ def run_trials(task: Any, ref: Any, cand: Any, backend: Any, device: Any, verdic
                      "allocate a new output per call")
         sizes = output_nbytes(ref_out) + output_nbytes(out1)
         passed = res.passed
-        del inputs, pristine, c_in, c_in2, r_in, out1, out2, ref_out
-        gc.collect()
+        del inputs, pristine, c_in, c_in2, r_in, out1, out2, ref_out  # refcounts free them: no gc pass
         poison_freed(sizes, device)
         if not passed:
             verdict["failed_check"] = res.check
@@ -332,12 +331,13 @@ def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> No
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     backend = get_backend(job["backend"])
-    backend.prepare(job["build_root"], job.get("threads"))
+    backend.prepare(job["build_root"], job.get("threads"), fast_build=job.get("fast_build", True))
     device = backend.device(job.get("device_index", 0))
     if device.type == "cuda":
         torch.cuda.set_device(device)
     verdict["device"] = backend.device_info()
-    task = load_task_source(job["task_source"], job["task_path"], size=job["size"], name=job.get("task_name"))
+    task = load_task_source(job["task_source"], job["task_path"], size=job["size"], name=job.get("task_name"),
+                            check_inputs=False)  # the real inputs are validated as they are drawn
     verdict["size"] = job["size"]
 
     if job["mode"] == "baseline":
@@ -403,6 +403,22 @@ def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> No
         verdict["status"] = "rejected"
         return
 
+    phases.enter("first_call")  # NVRTC and Triton candidates compile here, at their first launch
+    try:
+        with torch.no_grad():
+            cand(*make_inputs(task, device, 0, "task"))
+        backend.synchronize()
+    except Exception as exc:
+        kind, text = _classify_exception(exc)
+        verdict["status"], verdict["correct"] = kind, False
+        where = _candidate_tb(exc)
+        verdict["error"] = text[-1500:] + (f" ({where})" if where else "")
+        if kind == "compile_error":
+            verdict["compiled"] = False
+            verdict["compiler_message"] = text[-8000:]
+        else:
+            verdict["reason"] = f"{kind.replace('_', ' ')} at the first call of forward: {verdict['error'][:400]}"
+        return
     phases.enter("verify")
     try:
         ok = run_trials(task, ref, cand, backend, device, verdict, _trials(job.get("trials", 5)))

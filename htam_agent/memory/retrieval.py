@@ -8,6 +8,7 @@ where value() is the policy's shrunk mean reward, so unused strategies rank by s
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -98,25 +99,40 @@ def _watermark_key(store: StrategyStore) -> str:
     return f"watermark:notes:{store.config.chroma_location}:{store.config.collection_prefix}"
 
 
-def sync_notes(store: StrategyStore, transitions: TransitionStore, batch: int = 2000) -> int:
-    """Index the notes of events recorded since the last sync (events with a failure text or a note)."""
+#: At most this many of the newest events are scanned for notes in one sync; an older backlog (e.g. after a large
+#: import) is skipped: notes are hints for the prompt, the counts live in the statistics.
+MAX_NOTES_BACKLOG = 5000
+
+
+def sync_notes(store: StrategyStore, transitions: TransitionStore, batch: int = 1000) -> int:
+    """Index the notes of events recorded since the last sync (events with a failure text or a note).
+
+    A note's id is a hash of its text, so the same lesson recorded many times is embedded and stored once.
+    """
     wkey = _watermark_key(store)
     since = int(transitions.get_meta(wkey) or 0)
     if since and store.count_notes() == 0:
         since = 0  # the Chroma side was wiped: rebuild
+    since = max(since, transitions.max_event_id() - MAX_NOTES_BACKLOG)
     added = 0
     while True:
         rows = transitions.events(since_id=since, limit=batch)
         if not rows:
             break
-        keep = [(i, e) for i, e in rows if e.note or (e.failed_reason and not e.accepted)]
-        if keep:
-            store.upsert_notes(
-                [e.uid for _, e in keep], [note_text(e) for _, e in keep],
-                [{"direction": e.direction, "prev_direction": e.prev_direction, "op_class": e.key.op_class,
-                  "bottleneck": e.key.bottleneck, "status": e.key.status, "backend": e.key.backend,
-                  "accepted": e.accepted, "gain": e.gain if e.gain is not None else 0.0} for _, e in keep])
-            added += len(keep)
+        fresh: dict[str, tuple[str, dict[str, object]]] = {}
+        for _, e in rows:
+            if e.note or (e.failed_reason and not e.accepted):
+                text = note_text(e)
+                fresh.setdefault(hashlib.sha1(text.encode()).hexdigest()[:20], (text, {
+                    "direction": e.direction, "prev_direction": e.prev_direction, "op_class": e.key.op_class,
+                    "bottleneck": e.key.bottleneck, "status": e.key.status, "backend": e.key.backend,
+                    "accepted": e.accepted, "gain": e.gain if e.gain is not None else 0.0, "event_uid": e.uid}))
+        for nid in store.existing_note_ids(list(fresh)):
+            del fresh[nid]
+        if fresh:
+            ids = list(fresh)
+            store.upsert_notes(ids, [fresh[i][0] for i in ids], [fresh[i][1] for i in ids])
+            added += len(ids)
         since = rows[-1][0]
         transitions.set_meta(wkey, str(since))
     return added

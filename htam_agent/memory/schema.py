@@ -285,9 +285,10 @@ class RetrievedStrategy:
 
 @dataclass
 class Note:
-    """A learned note: what happened when a direction was taken in some state (retrieved by similarity)."""
+    """A learned note: what happened when a direction was taken in some state (retrieved by similarity).
+    Identical notes are stored once; ``metadata['event_uid']`` names the first event that produced it."""
 
-    event_uid: str
+    id: str
     text: str
     similarity: float
     metadata: dict[str, object] = field(default_factory=dict)

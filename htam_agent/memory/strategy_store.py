@@ -115,6 +115,9 @@ class StrategyStore:
             self._notes.upsert(ids=list(ids[i:i + _BATCH]), documents=list(texts[i:i + _BATCH]),
                                metadatas=list(metadatas[i:i + _BATCH]))
 
+    def existing_note_ids(self, ids: Sequence[str]) -> set[str]:
+        return set(self._notes.get(ids=list(ids), include=[])["ids"]) if ids else set()
+
     def query_notes(self, text: str, n: int, where: dict[str, Any] | None = None) -> list[Hit]:
         return self._query(self._notes, text, n, where)
 

@@ -332,6 +332,10 @@ class TransitionStore:
 
     # -- reading ----------------------------------------------------------------------------------------
 
+    def max_event_id(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0])
+
     def count(self) -> int:
         with self._lock:
             return int(self._conn.execute("SELECT count(*) FROM events").fetchone()[0])

@@ -36,8 +36,12 @@ class Backend(ABC):
 
     # --- worker-side set-up and device primitives ---------------------------------------------------------
     @abstractmethod
-    def prepare(self, build_root: str, threads: int | None) -> None:
-        """Process-wide set-up before the candidate is imported (build cache, arch flags, threads)."""
+    def prepare(self, build_root: str, threads: int | None, fast_build: bool = True) -> None:
+        """Process-wide set-up before the candidate is imported (build cache, arch flags, threads).
+
+        `fast_build=False` leaves torch's defaults (no content cache, no PCH, every visible arch): the
+        naive path the throughput benchmark compares against.
+        """
 
     @abstractmethod
     def device(self, index: int = 0) -> Any:

@@ -25,6 +25,11 @@ class CppBackend(CpuDevice, Backend):
             problems.append("cuda_sources given to a cpp candidate: use --backend cuda for CUDA code")
         return problems
 
-    def prepare(self, build_root: str, threads: int | None) -> None:
+    def prepare(self, build_root: str, threads: int | None, fast_build: bool = True) -> None:
         self.set_threads(threads)
-        build_cache.install(build_root)
+        if fast_build:
+            build_cache.install(build_root)
+        else:
+            import os
+
+            os.environ["TORCH_EXTENSIONS_DIR"] = build_root

@@ -29,7 +29,10 @@ class CudaBackend(CudaDevice, Backend):
             )
         return problems
 
-    def prepare(self, build_root: str, threads: int | None) -> None:
+    def prepare(self, build_root: str, threads: int | None, fast_build: bool = True) -> None:
+        if not fast_build:
+            os.environ["TORCH_EXTENSIONS_DIR"] = build_root
+            return
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", self.arch_list())
         os.environ.setdefault("MAX_JOBS", str(max(1, threads or os.cpu_count() or 1)))
         build_cache.install(build_root)

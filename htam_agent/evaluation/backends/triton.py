@@ -23,6 +23,6 @@ class TritonBackend(CudaDevice, Backend):
             problems.append("no `@triton.jit` kernel in the source")
         return problems
 
-    def prepare(self, build_root: str, threads: int | None) -> None:
+    def prepare(self, build_root: str, threads: int | None, fast_build: bool = True) -> None:
         # Triton's own cache is content-addressed already; keep it beside our builds so one folder holds all.
         os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(build_root, "triton"))
