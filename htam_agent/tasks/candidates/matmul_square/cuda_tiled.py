@@ -17,7 +17,7 @@ _CUDA_SOURCE = r"""
 
 constexpr int BM = 128, BN = 128, BK = 8, THREADS = 256, PAD = 4;
 
-__global__ void __launch_bounds__(THREADS)
+__global__ void __launch_bounds__(THREADS, 2)  // 128 registers, no spills: two blocks per SM
 sgemm_tiled_kernel(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                    int64_t M, int64_t N, int64_t K, bool vec_store) {
     __shared__ __align__(16) float As[BK][BM + PAD];   // As[k][m]
