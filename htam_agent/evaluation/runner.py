@@ -110,17 +110,17 @@ class _Spare:
 
 
 _spare_lock = threading.Lock()
-_spare: _Spare | None = None
+_spares: list[_Spare] = []
+SPARES = 2  # enough to hide start-up (~3-4 s on a GPU host) behind jobs of ~2-3 s
 
 
 def _take_spare(prestart: bool) -> _Spare:
-    global _spare
     with _spare_lock:
-        spare, _spare = _spare, None
-        if spare is None or spare.proc.poll() is not None:
-            spare = _Spare()
-        if prestart:
-            _spare = _Spare()
+        while _spares and _spares[0].proc.poll() is not None:
+            _spares.pop(0)
+        spare = _spares.pop(0) if _spares else _Spare()
+        while prestart and len(_spares) < SPARES:
+            _spares.append(_Spare())
     return spare
 
 

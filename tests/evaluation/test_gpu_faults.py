@@ -1,0 +1,98 @@
+"""GPU faults (cuda backend, NVRTC kernels so nothing waits on a 30 s build): each is a verdict.
+
+Runs on the device host: `python -m pytest -m gpu tests/evaluation/test_gpu_faults.py`, or, where pytest
+is missing, `python tests/evaluation/test_gpu_faults.py`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator  # noqa: E402
+from htam_agent.tasks import SUITE_DIR  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+TASK = str(SUITE_DIR / "elementwise_leaky_relu.py")
+
+NVRTC = r'''
+import torch
+import torch.nn as nn
+
+SRC = r"""
+extern "C" __global__ void leaky(const float* x, float* y, long long n, int mode) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (mode == 1 && i == 0) { y[-(1LL << 40)] = 1.0f; }          // illegal address
+  if (mode == 2) { while (true) { __nanosleep(1000); } }           // never finishes
+  if (i < n) { float v = x[i]; y[i] = v > 0.f ? v : 0.01f * v; }
+}
+"""
+_k = None
+
+
+class ModelNew(nn.Module):
+    def __init__(self, negative_slope=0.01):
+        super().__init__()
+
+    def forward(self, x):
+        global _k
+        if _k is None:
+            _k = torch.cuda._compile_kernel(SRC, "leaky")
+        PRE
+        y = torch.empty_like(x)
+        n = x.numel()
+        _k(grid=((n + 255) // 256, 1, 1), block=(256, 1, 1), args=[x, y, n, MODE])
+        return y
+'''
+
+
+def cand(mode: int, pre: str = "pass") -> Candidate:
+    return Candidate(task_path=TASK, source=NVRTC.replace("MODE", str(mode)).replace("PRE", pre))
+
+
+def ev(run_timeout: float = 60) -> Evaluator:
+    return Evaluator(EvalOptions(backend="cuda", baselines=(), timing=False, run_timeout_s=run_timeout))
+
+
+def test_honest_nvrtc_accepted():
+    v = ev().evaluate(cand(0))
+    assert v["status"] == "accepted", v["reason"]
+
+
+def test_illegal_memory_access_is_a_verdict():
+    v = ev().evaluate(cand(1))
+    assert v["status"] in ("runtime_error", "crashed"), v["reason"]
+    assert "illegal" in (v["reason"] + v.get("error", "")).lower()
+
+
+def test_kernel_that_never_finishes_is_killed():
+    v = ev(run_timeout=15).evaluate(cand(2))
+    assert v["status"] == "timeout", v["reason"]
+
+
+def test_gpu_out_of_memory():
+    v = ev().evaluate(cand(0, pre="torch.empty(1 << 40, dtype=torch.float32, device=x.device)"))
+    assert v["status"] == "out_of_memory", v["reason"]
+
+
+def test_evaluator_goes_on_after_faults():
+    """After the faults above, a fresh worker on the same GPU still gives a clean verdict."""
+    v = ev().evaluate(cand(0, pre="x = x + 0"))
+    assert v["status"] == "accepted", v["reason"]
+
+
+if __name__ == "__main__":
+    failed = 0
+    for name, fn in list(globals().items()):
+        if name.startswith("test_") and callable(fn):
+            try:
+                fn()
+                print(f"PASS {name}", flush=True)
+            except AssertionError as exc:
+                failed += 1
+                print(f"FAIL {name}: {exc}", flush=True)
+    sys.exit(1 if failed else 0)
