@@ -241,8 +241,10 @@ class Evaluator:
 
     def baseline_key(self, cand: Candidate) -> str:
         size = self.options.resolve_size(cand.task_source)
+        # Keyed by device, not backend: cuda and triton candidates share the GPU's eager/compile timings.
+        device_type = "cpu" if self.options.backend == "cpp" else "gpu"
         return candidate_key("<baseline>" + ",".join(self.options.baselines), cand.task_source, size,
-                             self.options.backend, self.device, {"timing_plan": self.options.timing_plan})
+                             device_type, self.device, {"timing_plan": self.options.timing_plan})
 
     def _job(self, cand: Candidate, mode: str) -> dict[str, Any]:
         o = self.options

@@ -102,6 +102,9 @@ def test_notes_record_what_went_wrong_and_are_retrieved(smem):
     assert len(notes) == 2
     assert any("__expf lost accuracy" in t for t in texts)
     assert any("one warp per row" in t for t in texts)
+    smem.record(st, "instruction_throughput", ["it_fast_math_intrinsics"],  # the same lesson again
+                fail("__expf lost accuracy: max rel err 2e-3 > 1e-4"), history=["parallel_mapping"])
+    assert smem.sync_notes() == 0 and smem.strategy_store().count_notes() == 2  # stored once
     only = smem.retrieve_notes(st, direction="instruction_throughput", k=5)
     assert [n.metadata["direction"] for n in only] == ["instruction_throughput"]
     assert smem.sync_notes() == 0  # already indexed
