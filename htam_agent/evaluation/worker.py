@@ -23,7 +23,13 @@ _T_START = time.perf_counter()
 # Trusted references, taken before any candidate code runs (cheat pattern 6: timer tampering).
 import torch  # noqa: E402
 
-from . import correctness, timing  # noqa: E402
+# Modules the checks use later patch torch when first imported (dynamo wraps torch.manual_seed): import
+# them up front (in a pre-started worker this is hidden) so their changes are trusted state, not tampering.
+import torch._dynamo  # noqa: E402, F401
+import torch.profiler  # noqa: E402, F401
+import torch.utils.flop_counter  # noqa: E402, F401
+
+from . import anticheat, correctness, roofline, timing  # noqa: E402
 from .backends import get_backend  # noqa: E402
 from .tasks import TaskError, load_task_source, validate_inputs  # noqa: E402
 from .verdict import add_flag, finalize, new_verdict  # noqa: E402
@@ -32,6 +38,7 @@ _T_IMPORTED = time.perf_counter()
 
 
 def _trusted_objects() -> dict[str, Any]:
+    """Every public torch function and Tensor method, the clocks, and the evaluator's own functions."""
     objs: dict[str, Any] = {
         "time.perf_counter": time.perf_counter,
         "time.perf_counter_ns": time.perf_counter_ns,
@@ -52,7 +59,18 @@ def _trusted_objects() -> dict[str, Any]:
         "json.dumps": json.dumps,
         "os.replace": os.replace,
     }
-    for mod in (correctness, timing):
+    for owner, prefix in ((torch, "torch"), (torch.Tensor, "torch.Tensor"), (torch.cuda, "torch.cuda"),
+                          (time, "time")):
+        for name in dir(owner):
+            if name.startswith("__") or (owner is torch.cuda and name == "_compile_kernel"):
+                continue
+            try:
+                obj = getattr(owner, name)
+            except Exception:  # lazy attributes that fail to resolve are not ours to guard
+                continue
+            if callable(obj) and not isinstance(obj, type):
+                objs[f"{prefix}.{name}"] = obj
+    for mod in (correctness, timing, roofline, anticheat):
         for name, obj in vars(mod).items():
             if callable(obj) and getattr(obj, "__module__", None) == mod.__name__:
                 objs[f"{mod.__name__}.{name}"] = obj
@@ -63,15 +81,20 @@ def _snapshot(objs: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     return {k: (v, getattr(v, "__code__", None)) for k, v in objs.items()}
 
 
-_NAMES = list(_trusted_objects())
-_SNAPSHOT = _snapshot(_trusted_objects())
+_SNAPSHOT: dict[str, tuple[Any, Any]] = {}
+
+
+def take_snapshot() -> None:
+    """Called after the evaluator's own set-up and before the candidate is imported."""
+    _SNAPSHOT.clear()
+    _SNAPSHOT.update(_snapshot(_trusted_objects()))
 
 
 def tampered() -> list[str]:
     """Names of trusted timing/checking functions the candidate replaced or rewrote."""
     now = _snapshot(_trusted_objects())
-    changed = [k for k in _NAMES if k not in now or now[k][0] is not _SNAPSHOT[k][0] or now[k][1] is not _SNAPSHOT[k][1]]
-    return changed
+    return [k for k, (obj, code) in _SNAPSHOT.items()
+            if k not in now or now[k][0] is not obj or now[k][1] is not code]
 
 
 class Phases:
@@ -300,6 +323,74 @@ def time_model(model: Any, task: Any, backend: Any, device: Any, plan: timing.Ti
 
 
 # --------------------------------------------------------------------------------------------------------
+# Anti-cheat checks that need the models
+
+
+def check_reference_ops(task: Any, ref: Any, cand: Any, device: Any, verdict: dict[str, Any]) -> None:
+    """Reject a candidate whose forward runs every compute op of the reference's own forward."""
+    inputs = make_inputs(task, device, 0, "task")
+    with torch.no_grad():
+        ref_ops = anticheat.compute_ops(anticheat.aten_ops(lambda: ref(*clone_inputs(inputs))))
+        cand_ops = anticheat.compute_ops(anticheat.aten_ops(lambda: cand(*clone_inputs(inputs))))
+    verdict["aten_ops"] = {"reference": sorted(ref_ops), "candidate": sorted(cand_ops)}
+    if ref_ops and ref_ops <= cand_ops:
+        add_flag(verdict, "reference_ops",
+                 f"forward runs all of the reference's own PyTorch compute ops ({', '.join(sorted(ref_ops)[:4])}); "
+                 "PyTorch may do part of the work, but the candidate's kernel must compute the result")
+
+
+def check_sabotage(task: Any, ref: Any, cand: Any, probe: anticheat.KernelProbe, device: Any,
+                   verdict: dict[str, Any], backend: Any) -> None:
+    """With every result of our kernels overwritten by NaN, every output must change."""
+    if probe.launches == 0:
+        return
+    inputs = make_inputs(task, device, 0, "task")
+    probe.protect(inputs)
+    probe.protect(list(cand.parameters()) + list(cand.buffers()))
+    probe.sabotage = True
+    try:
+        with torch.no_grad():
+            out = cand(*clone_inputs(inputs))
+        backend.synchronize()
+    except Exception:  # the poisoned results broke the forward: they were used
+        return
+    finally:
+        probe.sabotage = False
+    with torch.no_grad():
+        ref_out = ref(*clone_inputs(inputs))
+    refs, outs = correctness.flatten_outputs(ref_out), correctness.flatten_outputs(out)
+    untouched = [i for i, (r, o) in enumerate(zip(refs, outs, strict=False))
+                 if isinstance(r, torch.Tensor) and r.is_floating_point()
+                 and correctness.compare_tensor(r, o, device).passed]
+    if untouched:
+        add_flag(verdict, "kernel_not_used",
+                 f"output {untouched} stays correct when the results of the candidate's kernels are discarded: "
+                 "it is computed elsewhere (a PyTorch path or a cache), not by the kernel")
+
+
+def check_roofline(task: Any, ref: Any, backend: Any, device: Any, verdict: dict[str, Any],
+                   job: dict[str, Any]) -> None:
+    cand_ms = (verdict["timing"].get("candidate") or {}).get("median_ms")
+    if not cand_ms:
+        return
+    inputs = make_inputs(task, device, 0, "task")
+    nbytes, flops = roofline.count(ref, inputs)
+    ceil = roofline.ceilings(device, verdict["device"]["name"], job["build_root"])
+    fp32 = all(t.dtype == torch.float32 for t in inputs if isinstance(t, torch.Tensor) and t.is_floating_point())
+    floor, bound = roofline.floor_ms(nbytes, flops, ceil, fp32)
+    frac = floor / cand_ms if cand_ms > 0 else None
+    verdict["roofline"] = {"bytes": nbytes, "flops": flops, "floor_ms": round(floor, 6), "bound": bound,
+                           "fraction": round(frac, 4) if frac is not None else None,
+                           "bandwidth_GBps": round(ceil["bandwidth_Bps"] / 1e9, 1),
+                           "fp32_tflops": round(ceil["fp32_flops"] / 1e12, 2)}
+    slack = roofline.SLACK["cuda" if device.type == "cuda" else "cpu"]
+    if frac is not None and cand_ms < floor * slack:
+        add_flag(verdict, "faster_than_roofline",
+                 f"{cand_ms:.4f} ms is below the {bound} floor of {floor:.4f} ms for {nbytes / 1e6:.1f} MB and "
+                 f"{flops / 1e9:.2f} GFLOP on this device: not physically possible, so not believed")
+
+
+# --------------------------------------------------------------------------------------------------------
 
 
 def _trials(n: int) -> list[tuple[str, str, int]]:
@@ -332,6 +423,9 @@ def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> No
     torch.backends.cudnn.allow_tf32 = False
     backend = get_backend(job["backend"])
     backend.prepare(job["build_root"], job.get("threads"), fast_build=job.get("fast_build", True))
+    probe = anticheat.KernelProbe()
+    if job["mode"] != "baseline":
+        probe.install(backend.name)
     device = backend.device(job.get("device_index", 0))
     if device.type == "cuda":
         torch.cuda.set_device(device)
@@ -365,6 +459,9 @@ def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> No
         verdict["reason"] = f"not a valid {backend.name} candidate: " + "; ".join(static)
         return
 
+    for name, why in anticheat.static_flags(job["candidate_source"]):
+        add_flag(verdict, name, why)
+    take_snapshot()
     phases.enter("compile")
     t0 = time.perf_counter()
     try:
@@ -455,7 +552,19 @@ def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> No
     changed = tampered()
     if changed:
         add_flag(verdict, "timer_tampering", f"the candidate replaced trusted functions: {', '.join(changed[:5])}")
-    if not ok or any(f["rejects"] for f in verdict["flags"]) or not job.get("timing", True):
+    if not ok:
+        return
+    verdict["kernel_launches"] = dict(probe.calls)
+    if probe.launches == 0:
+        add_flag(verdict, "no_kernel_launched",
+                 f"forward never launched a {backend.name} kernel of its own (no call into its compiled "
+                 "extension, NVRTC kernel or Triton kernel); the computation must run in the candidate's kernel")
+    phases.enter("check_ops")
+    check_reference_ops(task, ref, cand, device, verdict)
+    if any(f["rejects"] for f in verdict["flags"]):
+        return
+    if not job.get("timing", True):
+        check_sabotage(task, ref, cand, probe, device, verdict, backend)
         return
 
     phases.enter("time")
@@ -472,6 +581,10 @@ def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> No
         add_flag(verdict, "timer_tampering", f"the candidate replaced trusted functions: {', '.join(changed[:5])}")
     if threading.active_count() > 1:
         add_flag(verdict, "background_thread", "Python threads were left running after timing")
+    phases.enter("roofline")
+    check_roofline(task, ref, backend, device, verdict, job)
+    phases.enter("sabotage")
+    check_sabotage(task, ref, cand, probe, device, verdict, backend)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -75,7 +75,7 @@ def test_wrong_result_is_incorrect_with_location(evaluator, relu_task):
 def test_segfault_is_a_crash_verdict(evaluator, relu_task):
     v = evaluator.evaluate(candidate("ext.segv()", relu_task))
     assert v["status"] == "crashed"
-    assert "SIGSEGV" in v["reason"] and "verify" in v["reason"]
+    assert "SIGSEGV" in v["reason"] and "first_call" in v["reason"]
 
 
 def test_hang_is_killed_as_timeout(build_root, relu_task):
@@ -83,7 +83,7 @@ def test_hang_is_killed_as_timeout(build_root, relu_task):
     t0 = time.time()
     v = Evaluator(opts).evaluate(candidate("while True: pass", relu_task))
     assert v["status"] == "timeout"
-    assert "verify" in v["reason"]
+    assert "first_call" in v["reason"]
     assert time.time() - t0 < 120
 
 

@@ -93,12 +93,12 @@ def test_cli_eval_bad_input_exits_2_with_message(tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_eval_honest_cpp_candidate_exit_0(tmp_path):
+def test_cli_eval_honest_cpp_candidate_exit_0(tmp_path, build_root):
     env_dir = tmp_path / "cache"
     out = subprocess.run(
         [sys.executable, "-m", "htam_agent", "eval", str(SUITE_DIR / "norm_rmsnorm.py"),
          str(CANDIDATES_DIR / "norm_rmsnorm" / "cpp_omp.py"), "--backend", "cpp", "--baselines", "eager", "--json"],
-        capture_output=True, text=True, env={**__import__("os").environ, "HTAM_CACHE_DIR": str(env_dir)},
+        capture_output=True, text=True, env={**__import__("os").environ, "HTAM_CACHE_DIR": str(env_dir), "HTAM_BUILD_DIR": build_root},
     )
     assert out.returncode == 0, out.stderr[-2000:]
     verdict = json.loads(out.stdout)

@@ -1,0 +1,209 @@
+"""Is the candidate's own kernel what computes the result? (cheat patterns 10 and 11, and 7 indirectly)
+
+Three checks, all behavioural except the first:
+- static: a `try/except` whose handler calls PyTorch (a fallback), or `ModelNew` inheriting the reference;
+- launches: every kernel entry point (functions of `load_inline` modules, NVRTC kernels from
+  `torch.cuda._compile_kernel`, Triton `JITFunction`s) is wrapped and counted; a forward that launches
+  none of them is not a kernel;
+- sabotage: one extra forward in which every result our kernels produce is overwritten with NaN. Each
+  output must change; an output that still matches the reference was computed without the kernel;
+- reference ops: the PyTorch profiler lists the ATen ops a forward runs; a candidate running all of the
+  reference's own compute ops is computing it with PyTorch, whatever kernels it launches besides.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+# ATen ops that move or allocate memory without computing anything: not evidence of computing the result.
+TRIVIAL_OPS = frozenset(
+    "aten::" + n for n in (
+        "empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like ones ones_like full "
+        "full_like fill_ zero_ view reshape _reshape_alias _unsafe_view as_strided contiguous clone copy_ "
+        "to _to_copy t transpose permute expand expand_as squeeze unsqueeze flatten unflatten select slice "
+        "narrow detach alias resolve_conj resolve_neg lift_fresh size stride numel item _local_scalar_dense "
+        "is_nonzero result_type split chunk unbind view_as numpy_T contiguous_ record_stream set_ "
+        "_has_compatible_shallow_copy_type is_same_size"
+    ).split()
+)
+
+_TORCH_ROOTS = {"torch", "F", "nn", "np", "numpy"}
+
+
+class KernelProbe:
+    """Counts launches of the candidate's kernels; in sabotage mode poisons what they produce."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.sabotage = False
+        self.protected: set[int] = set()  # storage pointers never to poison (inputs, parameters)
+
+    # -- installation (before the candidate is imported) ---------------------------------------------
+    def install(self, backend: str) -> None:
+        self._wrap_load_inline()
+        if backend == "cuda":
+            self._wrap_nvrtc()
+        if backend == "triton":
+            self._wrap_triton()
+
+    def _wrap_load_inline(self) -> None:
+        import torch.utils.cpp_extension as ext
+
+        for fname in ("load_inline", "load"):
+            original = getattr(ext, fname)
+
+            def loader(*args: Any, _orig: Callable = original, **kwargs: Any) -> Any:
+                module = _orig(*args, **kwargs)
+                if module is not None and kwargs.get("is_python_module", True):
+                    self.wrap_module(module)
+                return module
+
+            setattr(ext, fname, loader)
+
+    def wrap_module(self, module: Any) -> None:
+        for name in dir(module):
+            if name.startswith("_"):
+                continue
+            fn = getattr(module, name)
+            if callable(fn) and type(fn).__name__ in ("builtin_function_or_method", "PyCapsule"):
+                setattr(module, name, self._wrap(f"{getattr(module, '__name__', 'ext')}.{name}", fn))
+
+    def _wrap(self, label: str, fn: Callable) -> Callable:
+        probe = self
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            probe.calls[label] += 1
+            result = fn(*args, **kwargs)
+            if probe.sabotage:
+                probe.poison([result, *args, *kwargs.values()])
+            return result
+
+        wrapper.__name__ = getattr(fn, "__name__", label)
+        wrapper.__doc__ = getattr(fn, "__doc__", None)
+        return wrapper
+
+    def _wrap_nvrtc(self) -> None:
+        import torch
+
+        original = getattr(torch.cuda, "_compile_kernel", None)
+        if original is None:
+            return
+        probe = self
+
+        class KernelProxy:
+            def __init__(self, kernel: Any, name: str) -> None:
+                self._kernel, self._name = kernel, name
+
+            def __call__(self, *args: Any, **kwargs: Any) -> Any:
+                probe.calls[f"nvrtc:{self._name}"] += 1
+                out = self._kernel(*args, **kwargs)
+                if probe.sabotage:
+                    probe.poison([*args, *kwargs.values()])
+                return out
+
+            def __getattr__(self, item: str) -> Any:
+                return getattr(self._kernel, item)
+
+        def compile_kernel(source: str, name: str, *args: Any, **kwargs: Any) -> Any:
+            return KernelProxy(original(source, name, *args, **kwargs), name)
+
+        torch.cuda._compile_kernel = compile_kernel
+
+    def _wrap_triton(self) -> None:
+        try:
+            from triton.runtime.jit import JITFunction
+        except Exception:  # triton absent (CPU hosts): nothing to wrap
+            return
+        original = JITFunction.run
+        probe = self
+
+        def run(self_fn: Any, *args: Any, **kwargs: Any) -> Any:
+            probe.calls[f"triton:{getattr(self_fn, '__name__', 'kernel')}"] += 1
+            out = original(self_fn, *args, **kwargs)
+            if probe.sabotage and not kwargs.get("warmup", False):
+                probe.poison([*args, *kwargs.values()])
+            return out
+
+        JITFunction.run = run
+
+    # -- sabotage ------------------------------------------------------------------------------------
+    def protect(self, values: Iterable[Any]) -> None:
+        import torch
+
+        for v in values:
+            if isinstance(v, torch.Tensor) and v.numel():
+                self.protected.add(v.untyped_storage().data_ptr())
+
+    def poison(self, values: Iterable[Any]) -> None:
+        import torch
+
+        for v in values:
+            if isinstance(v, (list, tuple)):
+                self.poison(v)
+            elif (isinstance(v, torch.Tensor) and v.is_floating_point() and v.numel()
+                  and v.untyped_storage().data_ptr() not in self.protected):
+                with torch.no_grad():
+                    v.fill_(float("nan"))
+
+    @property
+    def launches(self) -> int:
+        return sum(self.calls.values())
+
+
+# -- static checks -------------------------------------------------------------------------------------
+
+
+def _call_root(node: ast.AST) -> str | None:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    if isinstance(node, ast.Call):  # super().forward(...)
+        return _call_root(node.func)
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def static_flags(source: str) -> list[tuple[str, str]]:
+    """(flag, reason) for fallbacks to PyTorch in exception handlers and for inheriting the reference."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    flags = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
+            for base in node.bases:
+                if isinstance(base, ast.Name) and base.id == "Model":
+                    flags.append(("inherits_reference",
+                                  "ModelNew subclasses the reference Model; write the computation as a kernel"))
+        if isinstance(node, ast.Try):
+            for handler in node.handlers:
+                for sub in ast.walk(handler):
+                    if isinstance(sub, ast.Call):
+                        root = _call_root(sub.func)
+                        if root in _TORCH_ROOTS or root == "super":
+                            flags.append(("fallback",
+                                          f"an exception handler (line {handler.lineno}) falls back to PyTorch; "
+                                          "a failing kernel must fail, not be replaced"))
+                            break
+                else:
+                    continue
+                break
+    return flags
+
+
+# -- profiler ------------------------------------------------------------------------------------------
+
+
+def aten_ops(fn: Callable[[], Any]) -> set[str]:
+    """The ATen ops `fn` runs (dispatcher events on the host: the same on CPU and GPU)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    return {e.name for e in prof.events() if e.name.startswith("aten::")}
+
+
+def compute_ops(ops: set[str]) -> set[str]:
+    return {o for o in ops if o not in TRIVIAL_OPS}

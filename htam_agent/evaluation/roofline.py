@@ -1,0 +1,97 @@
+"""Speed of light: the least time a task can take on this device, from counted bytes and FLOPs.
+
+Bytes: every input read once and every output written once. FLOPs: `torch.utils.flop_counter` over the
+reference's forward (matmul, convolution, attention; elementwise work counts as zero, so the floor stays a
+lower bound). Ceilings: a large device copy (bandwidth) and an fp32 matmul (peak), measured once per device
+and cached next to the builds. A candidate faster than `floor / slack` is flagged, never believed
+(cheat pattern 17); its fraction of the floor classifies the bottleneck for the agent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from .correctness import flatten_outputs
+
+SLACK = {"cuda": 0.8, "cpu": 0.25}  # a CPU ceiling measured on a busy machine is low: flag only far below
+
+
+def _nbytes(values: Any) -> int:
+    import torch
+
+    return sum(t.numel() * t.element_size() for t in flatten_outputs(values) if isinstance(t, torch.Tensor))
+
+
+def count(model: Any, inputs: list[Any]) -> tuple[int, int]:
+    """(bytes, flops) of one forward of the reference."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.no_grad():
+        counter = FlopCounterMode(display=False)
+        with counter:
+            out = model(*inputs)
+    return _nbytes(inputs) + _nbytes(out), int(counter.get_total_flops())
+
+
+def _measure(device: Any) -> dict[str, float]:
+    import torch
+
+    def best_ms(fn: Any, reps: int = 5) -> float:
+        fn()
+        best = float("inf")
+        for _ in range(reps):
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            fn()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            best = min(best, (time.perf_counter() - t0) * 1e3)
+        return best
+
+    n_copy = (1 << 28) if device.type == "cuda" else (1 << 25)  # 1 GiB / 128 MiB of fp32
+    src = torch.empty(n_copy, dtype=torch.float32, device=device).uniform_()
+    dst = torch.empty_like(src)
+    ms = best_ms(lambda: dst.copy_(src))
+    bw = 2 * src.numel() * 4 / (ms / 1e3)
+    m = 8192 if device.type == "cuda" else 1024
+    a = torch.randn(m, m, device=device)
+    b = torch.randn(m, m, device=device)
+    ms = best_ms(lambda: a @ b, reps=3)
+    peak = 2 * m**3 / (ms / 1e3)
+    return {"bandwidth_Bps": bw, "fp32_flops": peak}
+
+
+def ceilings(device: Any, name: str, cache_dir: str) -> dict[str, float]:
+    """Measured once per device name and torch version; cached as JSON."""
+    import torch
+
+    safe = "".join(c if c.isalnum() else "_" for c in f"{name}_{torch.__version__}")
+    path = Path(cache_dir) / f"ceilings_{safe}.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        pass
+    allow_tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        data = _measure(device)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+    return data
+
+
+def floor_ms(nbytes: int, flops: int, ceil: dict[str, float], fp32: bool) -> tuple[float, str]:
+    """The least time in ms, and which ceiling sets it ('memory' or 'compute')."""
+    t_mem = nbytes / ceil["bandwidth_Bps"] * 1e3
+    t_cmp = flops / ceil["fp32_flops"] * 1e3 if fp32 else 0.0
+    return (t_cmp, "compute") if t_cmp > t_mem else (t_mem, "memory")
