@@ -202,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=200, help="timed selection+retrieval pairs per size")
     ap.add_argument("--dir", type=Path, default=None, help="memory directory (default: a temporary one)")
     ap.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
+    ap.add_argument("--reuse-chroma", type=Path, default=None,
+                    help="copy this chroma folder (from an earlier run with the same --strategies and --seed) into "
+                         "the new memory: the content hashes match, so nothing is re-embedded")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     rng = random.Random(args.seed)
@@ -210,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tempfile.mkdtemp(prefix="htam_bench_"))
     data_dir = args.dir or tmp
     cfg = MemoryConfig(data_dir)
+    if args.reuse_chroma:
+        shutil.copytree(args.reuse_chroma, cfg.chroma_path, dirs_exist_ok=False)
     results: dict[str, object] = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": machine(),
                                   "command": " ".join([Path(sys.executable).name, *sys.argv]), "sizes": []}
     try:
@@ -219,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         mem.strategy_store()  # embeds and indexes them
         results["strategies"] = mem.strategy_store().count_strategies()
         results["index_build_s"] = time.perf_counter() - t
+        results["index_reused"] = bool(args.reuse_chroma)
         print(f"indexed {results['strategies']} strategies in {results['index_build_s']:.1f} s", flush=True)
         by_dir: dict[str, list[str]] = {}
         for s in mem.strategies().values():
@@ -250,8 +256,9 @@ def markdown(r: dict) -> str:
     m = r["machine"]
     lines = [f"Date: {r['date']}. Machine: {m['cpu']}, {m['cores']} cores, {m['memory']}, {m['os']}; Python "
              f"{m['python']}, torch {m['torch']}, chromadb {m['chromadb']}; load average at start {m['loadavg']}.",
-             f"Command: `{r['command']}`. Strategies indexed: {r['strategies']} (embedding + indexing "
-             f"{r['index_build_s']:.0f} s, once).", "",
+             f"Command: `{r['command']}`. Strategies indexed: {r['strategies']} ("
+             + ("re-used index, content hashes checked" if r.get("index_reused") else "embedding + indexing")
+             + f" {r['index_build_s']:.0f} s, once).", "",
              "| transitions | select p50 / p95 (ms) | retrieve p50 / p95 (ms) | select+retrieve p50 / p95 (ms) "
              "| select+retrieve CPU p50 / p95 (ms) | record p50 / p95 (ms) | cold open (s) | RSS (MiB) "
              "| SQLite (MiB) | Chroma (MiB) |",
