@@ -55,6 +55,9 @@ class MemoryConfig:
     collection_prefix: str = "htam"
     embed_device: str = "cpu"
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "data_dir", Path(self.data_dir).expanduser())  # accept str paths too
+
     @classmethod
     def from_env(cls, data_dir: str | Path | None = None, chroma_url: str | None = None) -> MemoryConfig:
         return cls(

@@ -72,6 +72,8 @@ def draw_htg(directions: Sequence[Direction], edges: Sequence[EdgeRow], out: str
     cb = fig.colorbar(sm, ax=ax, fraction=0.03, pad=0.01)
     cb.set_label("mean reward (clipped log speedup; -0.5 per rejected candidate)")
     ax.set_title(title or f"HTAM transition graph: {sum(e.stats.n for e in edges):g} transitions")
+    ax.text(0.0, -1.5, "edge width: number of transitions; label: n, share improved, mean speedup of accepted "
+            "candidates (top edges)", ha="center", fontsize=8, color="#555555")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110, bbox_inches="tight")
