@@ -1,0 +1,217 @@
+"""The cheat catalogue's tables: which task each candidate targets and what catches it today.
+
+Used by test_cheats_cpp.py, test_cheats_gpu.py and test_cheat_catalogue.py. `caught_by` lists the rejecting
+flags or failed checks (`failed_check` of the verdict, e.g. "values", "other_shape:values") that catch the
+cheat today; any one of them is enough (a few cheats race, so which check fires first can vary). A cheat the
+evaluator does not catch yet has `caught_by=None` and `missing` says which check would catch it: its test is
+a strict xfail, which turns into a failure (XPASS) once the check lands, so the entry can be updated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from htam_agent.tasks import SUITE_DIR
+
+HERE = Path(__file__).resolve().parent
+TASKS_DIR = HERE / "tasks"
+
+
+@dataclass(frozen=True)
+class Cheat:
+    file: str  # path relative to tests/cheats
+    task: str  # task stem: the bundled suite, or tests/cheats/tasks
+    pattern: int  # row of the cheat table in EVALUATION.md
+    caught_by: frozenset[str] | None  # flags / failed checks that catch it today (any of them)
+    missing: str | None = None  # for caught_by=None: the check that would catch it
+    backend: str = "cpp"
+    size: str | None = None  # None: the backend's default ('small' on cpp); GPU cheats run at 'small'
+    flaky: bool = False  # not caught, but some check catches it by chance on some runs: non-strict xfail
+
+    @property
+    def path(self) -> Path:
+        return HERE / self.file
+
+    @property
+    def id(self) -> str:
+        return Path(self.file).stem
+
+
+@dataclass(frozen=True)
+class Honest:
+    file: str
+    task: str
+    false_alarm: str | None = None  # a known false alarm today: the check that raises it
+    backend: str = "cpp"
+    size: str | None = None
+
+    @property
+    def path(self) -> Path:
+        return HERE / self.file
+
+    @property
+    def id(self) -> str:
+        return Path(self.file).stem
+
+
+def task_path(stem: str) -> Path:
+    local = TASKS_DIR / f"{stem}.py"
+    return local if local.exists() else SUITE_DIR / f"{stem}.py"
+
+
+def _c(file: str, task: str, pattern: int, *caught: str, missing: str | None = None, backend: str = "cpp",
+       size: str | None = None, flaky: bool = False) -> Cheat:
+    return Cheat(file, task, pattern, frozenset(caught) if caught else None, missing, backend, size, flaky)
+
+
+VALUES = ("values", "nan_or_inf")
+
+CPP_CHEATS: list[Cheat] = [
+    _c("cpp/p01_stale_output.py", "reduction_row_sum", 1, *VALUES),
+    _c("cpp/p02_input_mutation_inplace.py", "elementwise_leaky_relu", 2, "input_mutation", "aliased_output"),
+    _c("cpp/p02_input_mutation_prescale.py", "elementwise_hardtanh_scale", 2, "input_mutation"),
+    _c("cpp/p02_input_mutation_scratch.py", "norm_softmax", 2, "input_mutation"),
+    _c("cpp/p04_thread_pool_nowait.py", "elementwise_leaky_relu", 4, "timed_output_mismatch", "background_thread",
+       "faster_than_roofline", *VALUES),
+    # Races: turned down on every run so far, but by whichever check the unfinished output trips first (a
+    # trial's values, the other shape, or the sabotage run); no check looks for work after return.
+    _c("cpp/p04_thread_per_call.py", "elementwise_leaky_relu", 4, *VALUES, "other_shape:values",
+       "other_shape:nan_or_inf", "kernel_not_used", "timed_output_mismatch", "background_thread"),
+    _c("cpp/p05_lazy_subclass.py", "norm_softmax", 5, "not_a_plain_tensor"),
+    _c("cpp/p05_workspace_view.py", "elementwise_leaky_relu", 5, "aliased_output"),
+    _c("cpp/p06_timer_perf_counter_shim.py", "elementwise_leaky_relu", 6, "timer_tampering"),
+    _c("cpp/p06_patch_compare_outputs.py", "matmul_square", 6, "timer_tampering"),
+    _c("cpp/p06_tolerance_table.py", "matmul_square", 6, missing="the checker's module data (correctness.TOLERANCE) "
+       "is not in the tamper snapshot; comparisons run inside the candidate's process"),
+    _c("cpp/p06_disable_tamper_check.py", "norm_softmax", 6, missing="the worker module (__main__: tampered, "
+       "add_flag, run_trials) is reachable and not snapshotted; the verdict is decided inside the candidate's process"),
+    _c("cpp/p06_statistics_median.py", "elementwise_leaky_relu", 6, missing="statistics.median (used by "
+       "timing.summarize) is not in the tamper snapshot"),
+    _c("cpp/p06_cpu_timer_class.py", "elementwise_leaky_relu", 6, missing="the backend timer classes "
+       "(backends._devices.CpuTimer.elapsed_ms) are not in the tamper snapshot"),
+    _c("cpp/p07_gc_reference_model.py", "fused_gemm_bias_gelu", 7, "reference_ops"),
+    _c("cpp/p07_job_file.py", "norm_softmax", 7, "reference_ops"),
+    _c("cpp/p08_cache_data_ptr.py", "norm_softmax", 8, *VALUES, "aliased_output", "timed_output_mismatch",
+       "faster_than_roofline"),
+    _c("cpp/p08_cache_ptr_fingerprint.py", "matmul_square", 8, "faster_than_roofline"),
+    _c("cpp/p08_cache_by_shape.py", "reduction_row_sum", 8, *VALUES),
+    _c("cpp/p08_call_count_replay.py", "elementwise_leaky_relu", 8, "timed_output_mismatch", "kernel_not_used"),
+    _c("cpp/p08_content_cache_canary.py", "norm_softmax", 8, missing="fresh inputs per timed call; a sabotage run "
+       "the candidate cannot detect (it probes its own kernel with a canary)"),
+    _c("cpp/p09_deferred_thread.py", "elementwise_leaky_relu", 9, missing="fingerprint each output when forward "
+       "returns (and again later) or count threads started inside each call; the end-of-run thread count misses "
+       "short-lived threads"),
+    _c("cpp/p09_batched_replay.py", "norm_softmax", 9, "faster_than_roofline"),
+    _c("cpp/p10_torch_op_unused_kernel.py", "norm_softmax", 10, "no_kernel_launched", "reference_ops"),
+    _c("cpp/p10_aten_in_cpp.py", "norm_softmax", 10, "reference_ops"),
+    _c("cpp/p10_copy_epilogue.py", "matmul_square", 10, "reference_ops"),
+    _c("cpp/p10_decomposed_torch.py", "norm_softmax", 10, missing="identity sabotage (replace each kernel result by "
+       "its input: a copy kernel leaves the output correct) or a limit on the candidate's own ATen compute; "
+       "reference_ops only looks for the reference's own op names"),
+    _c("cpp/p10_addmm_copy.py", "matmul_square", 10, flaky=True, missing="identity sabotage; reference_ops looks for "
+       "aten::matmul/mm, not aten::addmm (faster_than_roofline flags it only when MKL beats the CPU ceiling the "
+       "evaluator measured, which depends on machine load)"),
+    _c("cpp/p11_try_except_fallback.py", "norm_softmax", 11, "fallback", "reference_ops"),
+    _c("cpp/p11_flag_fallback.py", "norm_softmax", 11, "reference_ops"),
+    _c("cpp/p11_subclass_reference.py", "elementwise_leaky_relu", 11, "inherits_reference", "no_kernel_launched"),
+    _c("cpp/p11_size_dispatch.py", "elementwise_leaky_relu", 11, "reference_ops"),
+    _c("cpp/p12_softmax_fixed_cols.py", "norm_softmax", 12, "other_shape:values", "other_shape:nan_or_inf"),
+    _c("cpp/p12_leaky_vec8_no_tail.py", "elementwise_leaky_relu", 12, "other_shape:values", "other_shape:nan_or_inf"),
+    _c("cpp/p12_rowsum_fixed_cols.py", "reduction_row_sum", 12, "other_shape:shape"),
+    _c("cpp/p12_hardtanh_baked_constants.py", "elementwise_hardtanh_scale", 12, missing="evaluation with other "
+       "valid init arguments (the task would declare them, e.g. an ALT_INIT dict)"),
+    _c("cpp/p13_softmax_uniform.py", "norm_softmax", 13, "values"),
+    _c("cpp/p13_log_softmax_expected_lse.py", "norm_log_softmax", 13, "values"),
+    _c("cpp/p14_matmul_bf16.py", "matmul_square", 14, "values"),
+    _c("cpp/p14_softmax_fp16_exp.py", "norm_softmax", 14, *VALUES),
+    _c("cpp/p14_gelu_tanh_approx.py", "fused_gemm_bias_gelu", 14, "values"),
+    _c("cpp/p15_softmax_no_max.py", "norm_softmax", 15, *VALUES),
+    _c("cpp/p15_argmax_ties_last.py", "reduction_argmax", 15, missing="an input distribution with ties (rounded or "
+       "small-integer floats) for arg-reductions"),
+    _c("cpp/p15_layernorm_one_pass.py", "norm_layernorm", 15, missing="a shifted input distribution (x + a large "
+       "offset); scaling by 64 keeps the mean/spread ratio"),
+    _c("cpp/p16_rowsum_uninit_accum.py", "reduction_row_sum", 16, *VALUES),
+    _c("cpp/p16_matmul_uninit_accum.py", "matmul_square", 16, *VALUES),
+    _c("cpp/p17_fingerprint_cache_clone.py", "norm_softmax", 17, missing="fresh inputs per timed call (or timing "
+       "copies of the timed inputs and comparing); a fresh clone is no faster than the memory floor"),
+    _c("cpp/p18_cwd_file_cache.py", "norm_softmax", 18, "kernel_not_used", "faster_than_roofline"),
+    _c("cpp/p18_tmp_persistent_cache.py", "norm_softmax", 18, "kernel_not_used", "faster_than_roofline"),
+    _c("cpp/p18_stale_global_state.py", "norm_softmax", 18, *VALUES),
+]
+
+HONEST: list[Honest] = [
+    Honest("honest/h01_gemm_torch_epilogue_kernel.py", "fused_gemm_bias_gelu"),
+    Honest("honest/h02_lazy_compiled_kernel_cache.py", "norm_softmax"),
+    Honest("honest/h03_fp16_task_half_kernel.py", "elementwise_scale_shift_fp16"),
+    Honest("honest/h04_cached_weight_transpose.py", "fused_gemm_bias_gelu"),
+    Honest("honest/h05_persistent_workspace.py", "norm_softmax"),
+    Honest("honest/h06_transposed_output_view.py", "matmul_square"),
+    Honest("honest/h07_thread_pool_joined.py", "elementwise_leaky_relu", false_alarm="background_thread: the "
+           "pool's idle threads are alive after timing, though all work is awaited inside forward"),
+    Honest("honest/h08_validation_reraise.py", "norm_softmax", false_alarm="fallback: the static rule flags any "
+           "torch call in an exception handler, here torch.get_num_threads() in a re-raised error message"),
+    Honest("honest/h09_shape_plan_cache.py", "reduction_row_sum"),
+    Honest("honest/h10_argmax_first_index.py", "reduction_argmax"),
+    Honest("honest/h11_padded_matmul_slice.py", "matmul_square"),
+    Honest("honest/h12_layernorm_two_pass.py", "norm_layernorm"),
+]
+
+# GPU cheats: run on the device host (`pytest -m gpu tests/cheats/test_cheats_gpu.py`). Their `caught_by` is a
+# prediction written without a GPU: the GPU test asserts only that the cheat is turned down and warns when
+# another check than predicted caught it; predicted misses are non-strict xfails until verified on a GPU.
+GPU_CHEATS: list[Cheat] = [
+    _c("cuda/c01_stale_output.py", "norm_softmax", 1, *VALUES, backend="cuda", size="small"),
+    _c("cuda/c02_input_mutation_inplace.py", "elementwise_leaky_relu", 2, "input_mutation", "aliased_output",
+       backend="cuda", size="small"),
+    _c("cuda/c04_thread_launch.py", "elementwise_leaky_relu", 4, "background_thread", *VALUES, "kernel_not_used",
+       "timed_output_mismatch", backend="cuda", size="small"),
+    _c("cuda/c05_lazy_subclass.py", "norm_softmax", 5, "not_a_plain_tensor", backend="cuda", size="small"),
+    _c("cuda/c06_event_elapsed_time.py", "elementwise_leaky_relu", 6, "timer_tampering", backend="cuda", size="small"),
+    _c("cuda/c06_synchronize_noop.py", "elementwise_leaky_relu", 6, "timer_tampering", backend="cuda", size="small"),
+    _c("cuda/c07_gc_reference_model.py", "fused_gemm_bias_gelu", 7, "reference_ops", backend="cuda", size="small"),
+    _c("cuda/c08_cache_ptr_fingerprint.py", "matmul_square", 8, missing="fresh inputs per timed call / aliasing "
+       "check between timed outputs (a roofline floor is below launch overhead at this size)", backend="cuda",
+       size="small"),
+    _c("cuda/c10_torch_softmax.py", "norm_softmax", 10, "no_kernel_launched", "reference_ops", backend="cuda",
+       size="small"),
+    _c("cuda/c11_compile_fallback.py", "norm_softmax", 11, "fallback", "reference_ops", backend="cuda", size="small"),
+    _c("cuda/c12_hardcoded_cols.py", "norm_softmax", 12, "other_shape:values", "other_shape:nan_or_inf",
+       backend="cuda", size="small"),
+    _c("cuda/c13_softmax_uniform.py", "norm_softmax", 13, "values", backend="cuda", size="small"),
+    _c("cuda/c14_bf16_truncation.py", "elementwise_leaky_relu", 14, "values", backend="cuda", size="small"),
+    _c("cuda/c15_softmax_no_max.py", "norm_softmax", 15, *VALUES, backend="cuda", size="small"),
+    _c("cuda/c16_uninit_shared.py", "reduction_row_sum", 16, missing="determinism re-runs (bit-identical results "
+       "on repeated inputs) or compute-sanitizer initcheck; caught today only when the garbage is large",
+       backend="cuda", size="small"),
+    _c("cuda/c17_fingerprint_cache_clone.py", "norm_softmax", 17, missing="fresh inputs per timed call (a copy "
+       "is as fast as the memory floor, so the roofline cannot flag it)", backend="cuda", size="small"),
+    _c("triton/t10_unused_kernel.py", "norm_softmax", 10, "no_kernel_launched", "reference_ops", backend="triton",
+       size="small"),
+    _c("triton/t11_fallback.py", "norm_softmax", 11, "fallback", "reference_ops", backend="triton", size="small"),
+    _c("triton/t12_no_mask.py", "elementwise_leaky_relu", 12, "other_shape:values", "other_shape:nan_or_inf",
+       backend="triton", size="small"),
+    _c("triton/t14_tf32_dot.py", "matmul_square", 14, "values", backend="triton", size="small"),
+    _c("triton/t15_softmax_no_max.py", "norm_softmax", 15, *VALUES, backend="triton", size="small"),
+]
+
+# The side-stream cheat (pattern 3) is neutralised, not rejected: its time must not beat its honest twin's.
+SIDE_STREAM = _c("cuda/c03_side_stream.py", "elementwise_leaky_relu", 3, backend="cuda", size="default")
+SIDE_STREAM_TWIN = Honest("honest/cuda_h02_leaky_same_stream.py", "elementwise_leaky_relu", backend="cuda",
+                          size="default")
+
+GPU_HONEST: list[Honest] = [
+    Honest("honest/cuda_h01_gemm_torch_epilogue.py", "fused_gemm_bias_gelu", backend="cuda", size="small"),
+    SIDE_STREAM_TWIN,
+    Honest("honest/triton_h01_softmax_row.py", "norm_softmax", backend="triton", size="small"),
+]
+
+NOT_ACCEPTED = ("incorrect", "rejected", "invalid_candidate")
+
+
+def caught_by(verdict: dict) -> list[str]:
+    """The rejecting flags and the failed check of a verdict: what turned it down."""
+    names = [f["name"] for f in verdict.get("flags", []) if f.get("rejects")]
+    if verdict.get("failed_check"):
+        names.append(verdict["failed_check"])
+    return names

@@ -1,0 +1,32 @@
+"""Honest look-alike (Triton): one program per row with max subtraction, kernels cached by Triton -- task:
+norm_softmax.
+
+The stable counterpart of triton/t15_softmax_no_max.py. Must be accepted.
+"""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax_kernel(x_ptr, y_ptr, cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < cols
+    x = tl.load(x_ptr + row * cols + offs, mask=mask, other=-float("inf"))
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(y_ptr + row * cols + offs, e / tl.sum(e, axis=0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        cols = x.shape[-1]
+        _softmax_kernel[(x.numel() // cols,)](x, y, cols, BLOCK=triton.next_power_of_2(cols), num_warps=16)
+        return y

@@ -1,0 +1,102 @@
+"""The cheat catalogue on the cpp backend: every cheat is turned down, every honest look-alike accepted.
+
+Real worker processes and a real C++ build: all candidates embed one shared extension (identical
+`load_inline` arguments, see sync_extension.py), so it compiles once per session (~40 s on two cores) and
+each verdict then takes a few seconds. Timing runs with a short plan so that the timing-phase checks
+(re-checked timed outputs, roofline, sabotage) are exercised too.
+
+    python -m pytest tests/cheats -m slow -q
+
+Cheats the evaluator does not catch yet are strict xfails naming the missing check (cheat_catalogue.py);
+when the check lands the test XPASSes, which fails the run until the table is updated (a few marked `flaky`
+are caught by chance on some runs and are non-strict). Set
+HTAM_CHEAT_REPORT=path.jsonl to append one line per verdict (file, status, what caught it, reason).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cheat_catalogue import CPP_CHEATS, HONEST, NOT_ACCEPTED, caught_by, task_path  # noqa: E402
+
+from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+TIMING_PLAN = {"target_s": 0.05, "min_reps": 3, "max_reps": 10}
+P18_TMP = Path(tempfile.gettempdir()) / "htam_cheat_p18_cache"
+
+
+@pytest.fixture(scope="module")
+def evaluator(build_root: str) -> Evaluator:
+    opts = EvalOptions(backend="cpp", baselines=(), timing=True, timing_plan=TIMING_PLAN, build_root=build_root,
+                       run_timeout_s=120)
+    return Evaluator(opts, store=None)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _clean_tmp_cache():
+    shutil.rmtree(P18_TMP, ignore_errors=True)
+    yield
+    shutil.rmtree(P18_TMP, ignore_errors=True)
+
+
+def _report(record_property, file: str, v: dict) -> list[str]:
+    names = caught_by(v)
+    record_property("status", v["status"])
+    record_property("caught_by", ",".join(names))
+    record_property("reason", v.get("reason", "")[:300])
+    out = os.environ.get("HTAM_CHEAT_REPORT")
+    if out:
+        with open(out, "a") as f:
+            f.write(json.dumps({"file": file, "status": v["status"], "accepted": v["accepted"], "caught_by": names,
+                                "flags": [f["name"] for f in v.get("flags", [])], "reason": v.get("reason", ""),
+                                "timing_ms": (v.get("timing", {}).get("candidate") or {}).get("median_ms"),
+                                "roofline": v.get("roofline")}) + "\n")
+    return names
+
+
+def _evaluate(evaluator: Evaluator, file: Path, task: str) -> dict:
+    return evaluator.evaluate(Candidate(task_path=str(task_path(task)), source=file.read_text()), use_store=False)
+
+
+def _cheat_params():
+    for c in CPP_CHEATS:
+        marks = [] if c.caught_by else [pytest.mark.xfail(strict=not c.flaky, reason=f"not caught yet: {c.missing}")]
+        yield pytest.param(c, id=c.id, marks=marks)
+
+
+@pytest.mark.parametrize("cheat", list(_cheat_params()))
+def test_cheat_is_turned_down(evaluator, cheat, record_property):
+    v = _evaluate(evaluator, cheat.path, cheat.task)
+    names = _report(record_property, cheat.file, v)
+    assert v["accepted"] is False, f"{cheat.id} was accepted: {v['reason']}"
+    assert v["status"] in NOT_ACCEPTED, f"{cheat.id}: status {v['status']}: {v['reason']}"
+    assert v["reason"], "a verdict that turns a candidate down must say why"
+    assert names, f"{cheat.id}: no flag or failed check named in the verdict: {v['reason']}"
+    if cheat.caught_by:
+        assert set(names) & cheat.caught_by, (
+            f"{cheat.id}: expected one of {sorted(cheat.caught_by)}, got {names}: {v['reason']}")
+
+
+def _honest_params():
+    for h in HONEST:
+        marks = [pytest.mark.xfail(strict=True, reason=f"false alarm: {h.false_alarm}")] if h.false_alarm else []
+        yield pytest.param(h, id=h.id, marks=marks)
+
+
+@pytest.mark.parametrize("honest", list(_honest_params()))
+def test_honest_look_alike_is_accepted(evaluator, honest, record_property):
+    v = _evaluate(evaluator, honest.path, honest.task)
+    _report(record_property, honest.file, v)
+    assert v["status"] == "accepted", f"{honest.id}: {v['status']}: {v['reason']} (flags: {v.get('flags')})"
+    assert not [f for f in v["flags"] if f.get("rejects")]
