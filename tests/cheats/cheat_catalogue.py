@@ -97,8 +97,9 @@ CPP_CHEATS: list[Cheat] = [
     _c("cpp/p08_cache_ptr_fingerprint.py", "matmul_square", 8, "faster_than_roofline"),
     _c("cpp/p08_cache_by_shape.py", "reduction_row_sum", 8, *VALUES),
     _c("cpp/p08_call_count_replay.py", "elementwise_leaky_relu", 8, "timed_output_mismatch", "kernel_not_used"),
-    _c("cpp/p08_content_cache_canary.py", "norm_softmax", 8, missing="fresh inputs per timed call; a sabotage run "
-       "the candidate cannot detect (it probes its own kernel with a canary)"),
+    _c("cpp/p08_content_cache_canary.py", "norm_softmax", 8, flaky=True, missing="fresh inputs per timed call; a "
+       "sabotage run the candidate cannot detect (it probes its own kernel with a canary). A fresh clone runs at "
+       "memory speed: faster_than_roofline flags it only when the CPU bandwidth ceiling was measured under load"),
     _c("cpp/p09_deferred_thread.py", "elementwise_leaky_relu", 9, missing="fingerprint each output when forward "
        "returns (and again later) or count threads started inside each call; the end-of-run thread count misses "
        "short-lived threads"),
@@ -133,8 +134,9 @@ CPP_CHEATS: list[Cheat] = [
        "offset); scaling by 64 keeps the mean/spread ratio"),
     _c("cpp/p16_rowsum_uninit_accum.py", "reduction_row_sum", 16, *VALUES),
     _c("cpp/p16_matmul_uninit_accum.py", "matmul_square", 16, *VALUES),
-    _c("cpp/p17_fingerprint_cache_clone.py", "norm_softmax", 17, missing="fresh inputs per timed call (or timing "
-       "copies of the timed inputs and comparing); a fresh clone is no faster than the memory floor"),
+    _c("cpp/p17_fingerprint_cache_clone.py", "norm_softmax", 17, flaky=True, missing="fresh inputs per timed call "
+       "(or timing copies of the timed inputs and comparing); a fresh clone is no faster than the memory floor, so "
+       "faster_than_roofline flags it only when the CPU bandwidth ceiling was measured under load"),
     _c("cpp/p18_cwd_file_cache.py", "norm_softmax", 18, "kernel_not_used", "faster_than_roofline"),
     _c("cpp/p18_tmp_persistent_cache.py", "norm_softmax", 18, "kernel_not_used", "faster_than_roofline"),
     _c("cpp/p18_stale_global_state.py", "norm_softmax", 18, *VALUES),

