@@ -27,6 +27,7 @@ _THREAD = None
 def _launcher() -> None:
     while True:
         x, y, n, slope = _JOBS.get()
+        torch.cuda.set_device(x.device)  # make the device's context current in this thread
         time.sleep(0.001)
         _K(grid=((n + 255) // 256, 1, 1), block=(256, 1, 1), args=[x, y, n, slope])
 

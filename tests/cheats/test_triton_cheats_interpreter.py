@@ -1,0 +1,80 @@
+"""The Triton cheats do what their docstrings say, checked on the CPU with the Triton interpreter.
+
+The GPU verdicts need a GPU (test_cheats_gpu.py); this checks, without one, that each Triton cheat is
+functional and misbehaves exactly where intended: the PyTorch-backed ones (10, 11) return right numbers,
+so only the evaluator's kernel checks can turn them down; the hard-coded grid (12) is wrong only at the odd
+shape; the no-max softmax (15) gives NaN only at large magnitudes; the honest look-alike is right
+everywhere. (TF32 in tl.dot, pattern 14, is not emulated by the interpreter.) Each candidate runs in a
+subprocess with TRITON_INTERPRET=1 set before triton is imported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+pytestmark = pytest.mark.slow
+
+# file -> (task, {(size, scale): "ok" | "wrong" | "nan"})
+EXPECT = {
+    "triton/t10_unused_kernel.py": ("norm_softmax", {}),
+    "triton/t11_fallback.py": ("norm_softmax", {}),
+    "triton/t12_no_mask.py": ("elementwise_leaky_relu", {("alt", 1.0): "wrong", ("alt", 64.0): "wrong"}),
+    "triton/t15_softmax_no_max.py": ("norm_softmax", {("small", 64.0): "nan", ("alt", 64.0): "nan"}),
+    "honest/triton_h01_softmax_row.py": ("norm_softmax", {}),
+}
+
+
+def _run(path: str, task: str) -> dict:
+    import torch
+
+    sys.path.insert(0, str(HERE.parents[1]))
+    from htam_agent.evaluation.tasks import load_task
+    from htam_agent.tasks import SUITE_DIR
+
+    spec = importlib.util.spec_from_file_location("triton_cheat", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    results = {}
+    for size in ("small", "alt"):
+        t = load_task(SUITE_DIR / f"{task}.py", size=size)
+        torch.manual_seed(0)
+        ref = t.model_cls(*t.get_init_inputs())
+        torch.manual_seed(0)
+        cand = module.ModelNew(*t.get_init_inputs())
+        for scale in (1.0, 64.0):
+            torch.manual_seed(1)
+            xs = [x * scale for x in t.get_inputs()]
+            r, o = ref(*xs), cand(*[x.clone() for x in xs])
+            if bool(o.isnan().any()):
+                kind = "nan"
+            else:
+                rms = float(r.pow(2).mean().sqrt())
+                kind = "ok" if bool(((o - r).abs() <= 1e-4 * (r.abs() + rms)).all()) else "wrong"
+            results[f"{size} {scale}"] = kind
+    return results
+
+
+@pytest.mark.parametrize("file", list(EXPECT), ids=lambda f: Path(f).stem)
+def test_triton_cheat_behaves_as_designed(file):
+    pytest.importorskip("triton")
+    task, expect = EXPECT[file]
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    proc = subprocess.run([sys.executable, __file__, str(HERE / file), task], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    for size in ("small", "alt"):
+        for scale in (1.0, 64.0):
+            assert got[f"{size} {scale}"] == expect.get((size, scale), "ok"), (file, size, scale, got)
+
+
+if __name__ == "__main__":
+    print(json.dumps(_run(sys.argv[1], sys.argv[2])))
