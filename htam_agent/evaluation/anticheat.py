@@ -7,8 +7,9 @@ Three checks, all behavioural except the first:
   none of them is not a kernel;
 - sabotage: one extra forward in which every result our kernels produce is overwritten with NaN. Each
   output must change; an output that still matches the reference was computed without the kernel;
-- reference ops: the PyTorch profiler lists the ATen ops a forward runs; a candidate running all of the
-  reference's own compute ops is computing it with PyTorch, whatever kernels it launches besides.
+- reference ops: the PyTorch profiler lists the ATen ops a forward runs, with their input shapes; a
+  candidate running all of the reference's own compute ops on the same shapes is computing it with
+  PyTorch, whatever kernels it launches besides.
 """
 
 from __future__ import annotations
@@ -196,14 +197,18 @@ def static_flags(source: str) -> list[tuple[str, str]]:
 # -- profiler ------------------------------------------------------------------------------------------
 
 
-def aten_ops(fn: Callable[[], Any]) -> set[str]:
-    """The ATen ops `fn` runs (dispatcher events on the host: the same on CPU and GPU)."""
+def aten_ops(fn: Callable[[], Any]) -> set[tuple[str, str]]:
+    """The ATen ops `fn` runs, with their input shapes (dispatcher events: the same on CPU and GPU).
+
+    Shapes matter: a split reduction whose kernel writes partial sums and finishes with `torch.sum` over
+    them runs `aten::sum` on a much smaller tensor than the reference does, which is honest work sharing.
+    """
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
         fn()
-    return {e.name for e in prof.events() if e.name.startswith("aten::")}
+    return {(e.name, str(e.input_shapes)) for e in prof.events() if e.name.startswith("aten::")}
 
 
-def compute_ops(ops: set[str]) -> set[str]:
-    return {o for o in ops if o not in TRIVIAL_OPS}
+def compute_ops(ops: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    return {o for o in ops if o[0] not in TRIVIAL_OPS}
