@@ -157,9 +157,7 @@ HONEST: list[Honest] = [
     Honest("honest/h10_argmax_first_index.py", "reduction_argmax"),
     Honest("honest/h11_padded_matmul_slice.py", "matmul_square"),
     Honest("honest/h12_layernorm_two_pass.py", "norm_layernorm"),
-    Honest("honest/h13_rowsum_partials_torch_finish.py", "reduction_row_sum", false_alarm="reference_ops: the "
-           "reference's only compute op (aten::sum) adds up 16 partials per row after our kernel read every element; "
-           "the rule checks op names, not how much of the work each op does"),
+    Honest("honest/h13_rowsum_partials_torch_finish.py", "reduction_row_sum"),
 ]
 
 # GPU cheats: run on the device host (`pytest -m gpu tests/cheats/test_cheats_gpu.py`). Their `caught_by` is a
