@@ -180,6 +180,8 @@ def static_flags(source: str) -> list[tuple[str, str]]:
                                   "ModelNew subclasses the reference Model; write the computation as a kernel"))
         if isinstance(node, ast.Try):
             for handler in node.handlers:
+                if any(isinstance(n, ast.Raise) for n in ast.walk(handler)):
+                    continue  # re-raises: validation with a better message, not a fallback
                 for sub in ast.walk(handler):
                     if isinstance(sub, ast.Call):
                         root = _call_root(sub.func)

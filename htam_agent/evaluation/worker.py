@@ -281,9 +281,11 @@ def run_trials(task: Any, ref: Any, cand: Any, backend: Any, device: Any, verdic
             verdict["failed_check"] = res.check
             return False
     if threading.active_count() > threads_before:
+        # A warning only: an idle pool whose work is awaited inside forward() is honest; work finishing
+        # after forward() returns is caught by the output checks (values, timed outputs, sabotage).
         add_flag(verdict, "background_thread",
-                 f"the candidate left {threading.active_count() - threads_before} Python thread(s) running; "
-                 "all work must finish inside forward()")
+                 f"the candidate left {threading.active_count() - threads_before} Python thread(s) running "
+                 "after forward(); all work must finish inside forward()", rejects=False)
     return True
 
 
@@ -379,12 +381,15 @@ def check_roofline(task: Any, ref: Any, backend: Any, device: Any, verdict: dict
     ceil = roofline.ceilings(device, verdict["device"]["name"], job["build_root"])
     fp32 = all(t.dtype == torch.float32 for t in inputs if isinstance(t, torch.Tensor) and t.is_floating_point())
     floor, bound = roofline.floor_ms(nbytes, flops, ceil, fp32)
+    slack = roofline.SLACK["cuda" if device.type == "cuda" else "cpu"]
+    if cand_ms < floor * slack:  # before accusing: were the cached ceilings measured on a busy machine?
+        ceil = roofline.ceilings(device, verdict["device"]["name"], job["build_root"], refresh=True)
+        floor, bound = roofline.floor_ms(nbytes, flops, ceil, fp32)
     frac = floor / cand_ms if cand_ms > 0 else None
     verdict["roofline"] = {"bytes": nbytes, "flops": flops, "floor_ms": round(floor, 6), "bound": bound,
                            "fraction": round(frac, 4) if frac is not None else None,
                            "bandwidth_GBps": round(ceil["bandwidth_Bps"] / 1e9, 1),
                            "fp32_tflops": round(ceil["fp32_flops"] / 1e12, 2)}
-    slack = roofline.SLACK["cuda" if device.type == "cuda" else "cpu"]
     if frac is not None and cand_ms < floor * slack:
         add_flag(verdict, "faster_than_roofline",
                  f"{cand_ms:.4f} ms is below the {bound} floor of {floor:.4f} ms for {nbytes / 1e6:.1f} MB and "
@@ -580,8 +585,6 @@ def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> No
     changed = tampered()
     if changed:
         add_flag(verdict, "timer_tampering", f"the candidate replaced trusted functions: {', '.join(changed[:5])}")
-    if threading.active_count() > 1:
-        add_flag(verdict, "background_thread", "Python threads were left running after timing")
     phases.enter("roofline")
     check_roofline(task, ref, backend, device, verdict, job)
     phases.enter("sabotage")

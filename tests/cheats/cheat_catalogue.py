@@ -149,10 +149,8 @@ HONEST: list[Honest] = [
     Honest("honest/h04_cached_weight_transpose.py", "fused_gemm_bias_gelu"),
     Honest("honest/h05_persistent_workspace.py", "norm_softmax"),
     Honest("honest/h06_transposed_output_view.py", "matmul_square"),
-    Honest("honest/h07_thread_pool_joined.py", "elementwise_leaky_relu", false_alarm="background_thread: the "
-           "pool's idle threads are alive after timing, though all work is awaited inside forward"),
-    Honest("honest/h08_validation_reraise.py", "norm_softmax", false_alarm="fallback: the static rule flags any "
-           "torch call in an exception handler, here torch.get_num_threads() in a re-raised error message"),
+    Honest("honest/h07_thread_pool_joined.py", "elementwise_leaky_relu"),
+    Honest("honest/h08_validation_reraise.py", "norm_softmax"),
     Honest("honest/h09_shape_plan_cache.py", "reduction_row_sum"),
     Honest("honest/h10_argmax_first_index.py", "reduction_argmax"),
     Honest("honest/h11_padded_matmul_slice.py", "matmul_square"),
