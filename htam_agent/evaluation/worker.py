@@ -70,7 +70,25 @@ def _trusted_objects() -> dict[str, Any]:
                 continue
             if callable(obj) and not isinstance(obj, type):
                 objs[f"{prefix}.{name}"] = obj
-    for mod in (correctness, timing, roofline, anticheat):
+    import statistics
+
+    from .backends import _devices
+
+    for name in dir(statistics):
+        obj = getattr(statistics, name)
+        if callable(obj) and not name.startswith("_") and not isinstance(obj, type):
+            objs[f"statistics.{name}"] = obj
+    for cls in (_devices.CudaTimer, _devices.CpuTimer, _devices.CudaDevice, _devices.CpuDevice,
+                timing.TimingStats):
+        for name, obj in vars(cls).items():
+            if callable(obj):
+                objs[f"{cls.__module__}.{cls.__name__}.{name}"] = obj
+    from . import verdict as verdict_mod
+
+    for name, obj in list(globals().items()):  # every name this module calls (it may run as __main__)
+        if callable(obj) and not name.startswith("__"):
+            objs[f"worker.{name}"] = obj
+    for mod in (correctness, timing, roofline, anticheat, verdict_mod):
         for name, obj in vars(mod).items():
             if callable(obj) and getattr(obj, "__module__", None) == mod.__name__:
                 objs[f"{mod.__name__}.{name}"] = obj
@@ -88,13 +106,25 @@ def take_snapshot() -> None:
     """Called after the evaluator's own set-up and before the candidate is imported."""
     _SNAPSHOT.clear()
     _SNAPSHOT.update(_snapshot(_trusted_objects()))
+    _DATA.clear()
+    _DATA.update(_trusted_data())
+
+
+_DATA: dict[str, Any] = {}
+
+
+def _trusted_data() -> dict[str, Any]:
+    """Module data the checks read (tolerances, slack): compared by value."""
+    return {"correctness.TOLERANCE": dict(correctness.TOLERANCE), "roofline.SLACK": dict(roofline.SLACK),
+            "anticheat.TRIVIAL_OPS": anticheat.TRIVIAL_OPS}
 
 
 def tampered() -> list[str]:
-    """Names of trusted timing/checking functions the candidate replaced or rewrote."""
+    """Names of trusted timing/checking functions (or data) the candidate replaced or rewrote."""
     now = _snapshot(_trusted_objects())
-    return [k for k, (obj, code) in _SNAPSHOT.items()
-            if k not in now or now[k][0] is not obj or now[k][1] is not code]
+    changed = [k for k, (obj, code) in _SNAPSHOT.items()
+               if k not in now or now[k][0] is not obj or now[k][1] is not code]
+    return changed + [k for k, v in _trusted_data().items() if _DATA.get(k) != v]
 
 
 class Phases:
@@ -423,6 +453,7 @@ def _candidate_tb(exc: BaseException) -> str:
 
 
 def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> None:
+    tampered_now, flag_now = tampered, add_flag  # locals: the candidate can rebind module globals, not these
     # fp32 means fp32 for the reference and the baselines: no TF32 (cheat pattern 14 is about candidates
     # doing this silently; the reference must not do it either).
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -496,9 +527,9 @@ def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> No
         verdict["reason"] = "compiled"
         verdict["correct"] = None
         return
-    changed = tampered()
+    changed = tampered_now()
     if changed:
-        add_flag(verdict, "timer_tampering", f"the candidate replaced trusted functions: {', '.join(changed[:5])}")
+        flag_now(verdict, "timer_tampering", f"the candidate replaced trusted functions: {', '.join(changed[:5])}")
         verdict["status"] = "rejected"
         verdict["reason"] = ""
         verdict["correct"] = False
@@ -555,9 +586,9 @@ def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> No
         return
     verdict["correct"] = ok
     verdict["status"] = "accepted" if ok else "incorrect"
-    changed = tampered()
+    changed = tampered_now()
     if changed:
-        add_flag(verdict, "timer_tampering", f"the candidate replaced trusted functions: {', '.join(changed[:5])}")
+        flag_now(verdict, "timer_tampering", f"the candidate replaced trusted functions: {', '.join(changed[:5])}")
     if not ok:
         return
     verdict["kernel_launches"] = dict(probe.calls)
@@ -582,9 +613,9 @@ def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> No
         add_flag(verdict, "timed_output_mismatch",
                  f"an output of a timed call was wrong ({p}); results must not depend on call history")
         break
-    changed = tampered()
+    changed = tampered_now()
     if changed:
-        add_flag(verdict, "timer_tampering", f"the candidate replaced trusted functions: {', '.join(changed[:5])}")
+        flag_now(verdict, "timer_tampering", f"the candidate replaced trusted functions: {', '.join(changed[:5])}")
     phases.enter("roofline")
     check_roofline(task, ref, backend, device, verdict, job)
     phases.enter("sabotage")
@@ -602,6 +633,8 @@ def main(argv: list[str] | None = None) -> int:
         os.chdir(os.path.dirname(line))
     with open(argv[0]) as f:
         job = json.load(f)
+    # Locals taken before any candidate code runs: what writes the verdict cannot be swapped out.
+    _finalize, _dump, _replace, _exit = finalize, json.dump, os.replace, os._exit
     verdict = new_verdict(job.get("task_name", ""), job["backend"])
     phases = Phases(job.get("phase_path"))
     phases.seconds["imports"] = round(min(time.perf_counter() - _T_START, _T_IMPORTED - _T_START), 3)
@@ -622,15 +655,15 @@ def main(argv: list[str] | None = None) -> int:
     phases.enter("done")
     verdict["phase_seconds"] = phases.seconds
     verdict["wall_seconds"] = round(time.time() - t0, 3)
-    finalize(verdict)
+    _finalize(verdict)
     tmp = job["result_path"] + ".tmp"
     with open(tmp, "w") as f:
-        json.dump(verdict, f, indent=1, default=str)
-    os.replace(tmp, job["result_path"])
+        _dump(verdict, f, indent=1, default=str)
+    _replace(tmp, job["result_path"])
     sys.stdout.flush()
     sys.stderr.flush()
     # Do not wait for threads or atexit hooks the candidate may have left behind.
-    os._exit(0)
+    _exit(0)
 
 
 if __name__ == "__main__":

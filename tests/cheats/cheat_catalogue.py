@@ -82,14 +82,10 @@ CPP_CHEATS: list[Cheat] = [
     _c("cpp/p05_workspace_view.py", "elementwise_leaky_relu", 5, "aliased_output"),
     _c("cpp/p06_timer_perf_counter_shim.py", "elementwise_leaky_relu", 6, "timer_tampering"),
     _c("cpp/p06_patch_compare_outputs.py", "matmul_square", 6, "timer_tampering"),
-    _c("cpp/p06_tolerance_table.py", "matmul_square", 6, missing="the checker's module data (correctness.TOLERANCE) "
-       "is not in the tamper snapshot; comparisons run inside the candidate's process"),
-    _c("cpp/p06_disable_tamper_check.py", "norm_softmax", 6, missing="the worker module (__main__: tampered, "
-       "add_flag, run_trials) is reachable and not snapshotted; the verdict is decided inside the candidate's process"),
-    _c("cpp/p06_statistics_median.py", "elementwise_leaky_relu", 6, missing="statistics.median (used by "
-       "timing.summarize) is not in the tamper snapshot"),
-    _c("cpp/p06_cpu_timer_class.py", "elementwise_leaky_relu", 6, missing="the backend timer classes "
-       "(backends._devices.CpuTimer.elapsed_ms) are not in the tamper snapshot"),
+    _c("cpp/p06_tolerance_table.py", "matmul_square", 6, "timer_tampering"),
+    _c("cpp/p06_disable_tamper_check.py", "norm_softmax", 6, "timer_tampering"),
+    _c("cpp/p06_statistics_median.py", "elementwise_leaky_relu", 6, "timer_tampering"),
+    _c("cpp/p06_cpu_timer_class.py", "elementwise_leaky_relu", 6, "timer_tampering"),
     _c("cpp/p07_gc_reference_model.py", "fused_gemm_bias_gelu", 7, "reference_ops"),
     _c("cpp/p07_job_file.py", "norm_softmax", 7, "reference_ops"),
     _c("cpp/p08_cache_data_ptr.py", "norm_softmax", 8, *VALUES, "aliased_output", "timed_output_mismatch",
