@@ -454,6 +454,12 @@ def _candidate_tb(exc: BaseException) -> str:
 
 def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> None:
     tampered_now, flag_now = tampered, add_flag  # locals: the candidate can rebind module globals, not these
+
+    def check_tampering() -> bool:
+        changed = tampered_now()
+        if changed:
+            flag_now(verdict, "timer_tampering", f"the candidate replaced trusted functions: {', '.join(changed[:5])}")
+        return bool(changed)
     # fp32 means fp32 for the reference and the baselines: no TF32 (cheat pattern 14 is about candidates
     # doing this silently; the reference must not do it either).
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -527,14 +533,8 @@ def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> No
         verdict["reason"] = "compiled"
         verdict["correct"] = None
         return
-    changed = tampered_now()
-    if changed:
-        flag_now(verdict, "timer_tampering", f"the candidate replaced trusted functions: {', '.join(changed[:5])}")
-        verdict["status"] = "rejected"
-        verdict["reason"] = ""
-        verdict["correct"] = False
-        verdict["failed_check"] = "timer_tampering"
-        verdict["status"] = "rejected"
+    if check_tampering():
+        verdict["status"], verdict["correct"], verdict["failed_check"] = "rejected", False, "timer_tampering"
         return
 
     phases.enter("first_call")  # NVRTC and Triton candidates compile here, at their first launch
@@ -586,9 +586,7 @@ def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> No
         return
     verdict["correct"] = ok
     verdict["status"] = "accepted" if ok else "incorrect"
-    changed = tampered_now()
-    if changed:
-        flag_now(verdict, "timer_tampering", f"the candidate replaced trusted functions: {', '.join(changed[:5])}")
+    check_tampering()
     if not ok:
         return
     verdict["kernel_launches"] = dict(probe.calls)
@@ -613,9 +611,7 @@ def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> No
         add_flag(verdict, "timed_output_mismatch",
                  f"an output of a timed call was wrong ({p}); results must not depend on call history")
         break
-    changed = tampered_now()
-    if changed:
-        flag_now(verdict, "timer_tampering", f"the candidate replaced trusted functions: {', '.join(changed[:5])}")
+    check_tampering()
     phases.enter("roofline")
     check_roofline(task, ref, backend, device, verdict, job)
     phases.enter("sabotage")
