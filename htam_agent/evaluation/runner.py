@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -356,4 +356,4 @@ def evaluate_file(task_path: str | Path, candidate_path: str | Path, options: Ev
     return Evaluator(options, store).evaluate(cand)
 
 
-__all__ = ["Candidate", "EvalOptions", "Evaluator", "evaluate_file", "run_job", "scrubbed_env", "asdict"]
+__all__ = ["Candidate", "EvalOptions", "Evaluator", "evaluate_file", "run_job", "scrubbed_env"]

@@ -446,6 +446,19 @@ def _classify_exception(exc: BaseException) -> tuple[str, str]:
     return "runtime_error", text
 
 
+def _forward_failed(verdict: dict[str, Any], exc: Exception, where_label: str) -> None:
+    """Record an exception raised while running the candidate (a Triton compile error counts as compiling)."""
+    kind, text = _classify_exception(exc)
+    verdict["status"], verdict["correct"] = kind, False
+    where = _candidate_tb(exc)
+    verdict["error"] = text[-1500:] + (f" ({where})" if where else "")
+    if kind == "compile_error":
+        verdict["compiled"] = False
+        verdict["compiler_message"] = text[-8000:]  # finalize() writes the reason from it
+    else:
+        verdict["reason"] = f"{kind.replace('_', ' ')} {where_label}: {verdict['error'][:400]}"
+
+
 def _candidate_tb(exc: BaseException) -> str:
     """The traceback lines inside the candidate file, which is what its author can fix."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith("candidate.py")]
@@ -543,15 +556,7 @@ def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> No
             cand(*make_inputs(task, device, 0, "task"))
         backend.synchronize()
     except Exception as exc:
-        kind, text = _classify_exception(exc)
-        verdict["status"], verdict["correct"] = kind, False
-        where = _candidate_tb(exc)
-        verdict["error"] = text[-1500:] + (f" ({where})" if where else "")
-        if kind == "compile_error":
-            verdict["compiled"] = False
-            verdict["compiler_message"] = text[-8000:]
-        else:
-            verdict["reason"] = f"{kind.replace('_', ' ')} at the first call of forward: {verdict['error'][:400]}"
+        _forward_failed(verdict, exc, "at the first call of forward")
         return
     phases.enter("verify")
     try:
@@ -573,16 +578,7 @@ def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> No
             gc.collect()
             ref, cand = build_models(task, cand_cls, device)
     except Exception as exc:
-        kind, text = _classify_exception(exc)
-        verdict["status"] = kind
-        verdict["correct"] = False
-        where = _candidate_tb(exc)
-        verdict["error"] = (text[-1500:] + (f" ({where})" if where else ""))
-        verdict["reason"] = f"{kind.replace('_', ' ')} in forward: {verdict['error'][:400]}"
-        if kind == "compile_error":
-            verdict["compiled"] = False
-            verdict["compiler_message"] = text[-8000:]
-            verdict["reason"] = ""
+        _forward_failed(verdict, exc, "in forward")
         return
     verdict["correct"] = ok
     verdict["status"] = "accepted" if ok else "incorrect"
