@@ -19,6 +19,7 @@ from typing import Any, Literal
 CoderKind = Literal["auto", "llm", "exemplar"]
 MemoryMode = Literal["htam", "flat", "none"]
 DirectionPolicy = Literal["htam", "random", "first"]
+EvaluationMode = Literal["auto", "local", "replay"]
 
 BACKENDS = ("cuda", "triton", "cpp")
 
@@ -69,6 +70,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "compile_timeout_s": ("HTAM_COMPILE_TIMEOUT", float),
     "run_timeout_s": ("HTAM_RUN_TIMEOUT", float),
     "seed": ("HTAM_SEED", int),
+    "evaluation": ("HTAM_EVALUATION", str),
 }
 
 
@@ -94,6 +96,9 @@ class RunContext:
     device_index: int = 0
     size: str | None = None  # None: the evaluator's default for the backend
     baselines: tuple[str, ...] = ("eager", "compile")
+    #: local: run the evaluator here; replay: only verdicts already in the verdict store (made on a GPU host
+    #: and imported); auto: local when this machine has the backend's device, else replay (HTAM_EVALUATION)
+    evaluation: EvaluationMode = "auto"
     compile_timeout_s: float = 600.0
     run_timeout_s: float = 180.0
 
@@ -122,6 +127,10 @@ class RunContext:
 
     seed: int = 0
     tags: tuple[str, ...] = field(default_factory=tuple)
+    #: pause before each generation (LangGraph interrupt) so a person can accept, redirect or edit
+    interactive: bool = False
+    #: objects injected from Python (chat model, memory, evaluator); never serialized or checkpointed
+    resources: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -165,6 +174,8 @@ class RunContext:
             raise bad("coder", "expected auto, llm or exemplar")
         if self.memory_mode not in ("htam", "flat", "none"):
             raise bad("memory_mode", "expected htam, flat or none")
+        if self.evaluation not in ("auto", "local", "replay"):
+            raise bad("evaluation", "expected auto, local or replay")
         if self.direction_policy not in ("htam", "random", "first"):
             raise bad("direction_policy", "expected htam, random or first")
         for name in ("steps", "candidates", "strategies_k", "max_asks"):
@@ -199,7 +210,18 @@ class RunContext:
         return 25 + self.steps * per_step
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The settings as JSON types (resources left out): what a run folder records for --resume."""
+        data = asdict(replace(self, resources=None))
+        data.pop("resources")
+        data["baselines"] = list(self.baselines)
+        data["tags"] = list(self.tags)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunContext:
+        known = {f.name for f in fields(cls)}
+        values = {k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in known}
+        return cls(**values)
 
     def describe(self) -> str:
         who = f"LLM {self.model}" if self.coder_kind == "llm" else "exemplar coder (no LLM)"

@@ -137,8 +137,10 @@ class HTAMemory:
 
     def record(self, state_before: MemoryState, direction: str, strategies: Sequence[str], outcome: Outcome, *,
                history: Sequence[str | HistoryStep] = (), note: str = "", task_id: str = "",
-               run_id: str = "") -> Event:
-        """Record one step: the edge (last history direction -> direction) in state_before, and its outcome."""
+               run_id: str = "", uid: str | None = None) -> Event:
+        """Record one step: the edge (last history direction -> direction) in state_before, and its outcome.
+
+        Pass a deterministic ``uid`` (e.g. run id and step) to make recording idempotent."""
         steps = as_history(history)
         prev = steps[-1].direction if steps else START
         self._check_directions([direction, *([prev] if prev != START else [])])
@@ -147,8 +149,8 @@ class HTAMemory:
         if unknown:
             raise ValueError(f"unknown strategy id(s) {unknown}; use ids returned by retrieve_strategies")
         ev = Event.from_step(state_before, direction, strategies, outcome, prev_direction=prev, note=note,
-                             task_id=task_id, run_id=run_id)
-        self.transitions.append(ev)
+                             task_id=task_id, run_id=run_id, uid=uid)
+        self.transitions.append(ev)  # a uid already recorded (a step re-run after a resume) is skipped
         return ev
 
     def record_events(self, events: Iterable[Event]) -> int:

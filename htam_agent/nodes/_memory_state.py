@@ -1,0 +1,27 @@
+"""Translate between the graph's state and the memory's records (one place, so every node agrees)."""
+
+from __future__ import annotations
+
+from htam_agent.context import RunContext
+from htam_agent.state import AgentState
+
+
+def memory_state(state: AgentState, ctx: RunContext):  # -> htam_agent.memory.schema.MemoryState
+    from htam_agent.memory.schema import MemoryState, StateKey
+
+    a = state.get("analysis") or {}
+    best = state.get("best") or {}
+    speed = best.get("speedup_vs_eager")
+    return MemoryState(
+        key=StateKey(op_class=a.get("op_class", "other"), bottleneck=a.get("bottleneck", "unknown"),
+                     status=a.get("status", "none"), backend=ctx.backend),
+        description=a.get("description", ""),
+        speedup=speed if speed and speed > 0 else None,
+    )
+
+
+def history_steps(state: AgentState):  # -> list[HistoryStep]
+    from htam_agent.memory.schema import HistoryStep
+
+    return [HistoryStep(h["direction"], bool(h.get("failed"))) for h in state.get("history", [])
+            if h.get("direction")]

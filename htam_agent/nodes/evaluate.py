@@ -1,0 +1,121 @@
+"""Evaluate the step's new candidates through the evaluator's tools (a ToolNode), one at a time per device.
+
+Candidates that failed to compile in their branch keep that verdict; the rest get `benchmark_kernel`. Then
+`route_after_evaluate` sends failed candidates back to generation with the evaluator's reason (at most
+`max_repairs` times each, and only while the step has no accepted candidate), or moves on to the memory.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langgraph.config import get_stream_writer
+from langgraph.prebuilt import ToolNode
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from htam_agent.artifacts import RunArtifacts
+from htam_agent.context import RunContext
+from htam_agent.resources import evaluation_mode, evaluator_for
+from htam_agent.state import AgentState, CandidateRecord, latest_per_variant, step_candidates
+from htam_agent.tools.evaluator_tools import make_evaluator_tools
+
+_REPAIRABLE = {"compile_error", "runtime_error", "incorrect", "invalid_candidate", "no_code"}
+
+
+def _no_code_verdict(cand: CandidateRecord, task: str, backend: str) -> dict[str, Any]:
+    from htam_agent.evaluation.verdict import finalize, new_verdict
+
+    v = new_verdict(task, backend)
+    v["status"] = "invalid_candidate"
+    v["reason"] = f"no candidate code: {cand.get('error') or 'the coder returned nothing'}"
+    v["no_code"] = True
+    return finalize(v)
+
+
+def evaluate(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    step = state.get("step", 0)
+    art = RunArtifacts(ctx.runs_path(), state["run_id"])
+    write = get_stream_writer()
+    pending = [c for c in step_candidates(state) if c.get("verdict") is None]
+    evaluator = evaluator_for(ctx)
+    tool_node = ToolNode(make_evaluator_tools(evaluator, evaluation_mode(ctx)))
+    updated: list[CandidateRecord] = []
+    for cand in pending:
+        compiled = cand.get("compile")
+        if not cand.get("code"):
+            verdict = _no_code_verdict(cand, state.get("task_name", ""), ctx.backend)
+        elif compiled and compiled.get("status") != "accepted":
+            verdict = compiled
+        else:
+            call_id = f"call_{uuid.uuid4().hex[:12]}"
+            name = f"{state.get('task_name', 'task')}_s{step}_v{cand['variant']}_r{cand['repair']}"
+            msg = AIMessage(content="", tool_calls=[{
+                "name": "benchmark_kernel", "id": call_id,
+                "args": {"task_path": state["task_path"], "code": cand["code"], "name": name}}])
+            out = tool_node.invoke({"messages": [msg]})
+            verdict = out["messages"][0].artifact
+        art.write_verdict(step, cand["variant"], cand["repair"], verdict)
+        done = dict(cand)
+        done["verdict"] = verdict
+        done["compile"] = None  # the full verdict supersedes it; keeps the checkpoint small
+        updated.append(done)  # type: ignore[arg-type]
+        write({"event": "verdict", "step": step, "variant": cand["variant"], "repair": cand["repair"],
+               "status": verdict.get("status"), "speedup_vs_eager": verdict.get("speedup_vs_eager"),
+               "reason": (verdict.get("reason") or "")[:300]})
+    return {"candidates": updated}
+
+
+def route_after_evaluate(state: AgentState, runtime: Runtime[RunContext]) -> list[Send] | str:
+    ctx = runtime.context
+    cands = step_candidates(state)
+    if any((c.get("verdict") or {}).get("accepted") for c in cands):
+        return "update_memory"
+    sends: list[Send] = []
+    for variant, last in sorted(latest_per_variant(cands).items()):
+        verdict = last.get("verdict") or {}
+        status = "no_code" if verdict.get("no_code") else verdict.get("status")
+        if status not in _REPAIRABLE or last.get("repair", 0) >= ctx.max_repairs:
+            continue
+        if verdict.get("no_code") and not last.get("uses_llm"):
+            continue  # a deterministic coder that wrote nothing will write nothing again
+        sends.append(Send("generate", {
+            **base_payload(state), "variant": variant, "repair": last.get("repair", 0) + 1,
+            "failed_code": last.get("code"), "feedback": feedback_of(verdict),
+        }))
+    return sends or "update_memory"
+
+
+def feedback_of(verdict: dict[str, Any]) -> str:
+    parts = [f"status: {verdict.get('status')}", verdict.get("reason") or ""]
+    msg = verdict.get("compiler_message") or ""
+    if msg:
+        parts.append("compiler output (tail):\n" + msg[-3000:])
+    return "\n".join(p for p in parts if p)
+
+
+def base_payload(state: AgentState) -> dict[str, Any]:
+    best = state.get("best") or {}
+    direction = state.get("direction") or {}
+    return {
+        "run_id": state["run_id"], "task_path": state["task_path"], "task_source": state["task_source"],
+        "task_name": state.get("task_name", ""), "op_class": (state.get("analysis") or {}).get("op_class", "other"),
+        "step": state.get("step", 0), "direction": direction.get("id"),
+        "direction_reason": direction.get("reason", ""), "strategies": state.get("strategies", []),
+        "notes": state.get("notes", []), "best_code": best.get("code"), "best_verdict": best.get("verdict"),
+        "failed_code": None, "feedback": "", "given_code": None, "repair": 0,
+    }
+
+
+def fan_out(state: AgentState, runtime: Runtime[RunContext]) -> list[Send] | str:
+    """After review: one generation branch per candidate of the step (or the person's code, or stop)."""
+    ctx = runtime.context
+    if state.get("stop_reason"):
+        return "finalize"
+    human = state.get("human") or {}
+    if human.get("action") == "code":
+        return [Send("generate", {**base_payload(state), "variant": 0, "given_code": human["code"]})]
+    return [Send("generate", {**base_payload(state), "variant": i}) for i in range(ctx.candidates)]

@@ -1,0 +1,37 @@
+"""Start a run: read and check the task, name the run, open its artifact folder."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from htam_agent.artifacts import RunArtifacts
+from htam_agent.context import RunContext
+from htam_agent.state import AgentState
+
+
+def new_run_id(task_name: str) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{task_name[:40]}-{uuid.uuid4().hex[:6]}"
+
+
+def prepare(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    from htam_agent.evaluation.tasks import load_task_source
+
+    ctx = runtime.context
+    path = state.get("task_path")
+    if not path:
+        raise ValueError("the run's input needs 'task_path': a KernelBench-format task file")
+    source = state.get("task_source") or Path(path).read_text()
+    load_task_source(source, path, check_inputs=False)  # a malformed task fails here, naming the file
+    name = state.get("task_name") or Path(path).stem
+    run_id = state.get("run_id") or new_run_id(name)
+    art = RunArtifacts(ctx.runs_path(), run_id)
+    if not (art.root / "run.json").exists():
+        art.write_run({"run_id": run_id, "task_path": str(path), "task_name": name, "started": time.time(),
+                       "context": ctx.as_dict()})
+    return {"task_path": str(path), "task_source": source, "task_name": name, "run_id": run_id, "step": 0,
+            "best": None, "stop_reason": None, "human": None}

@@ -1,0 +1,118 @@
+"""The graph's state: what a run knows between nodes, checkpointed after every super-step.
+
+Only JSON-friendly values live here (the SQLite checkpointer serializes them; a resumed run rebuilds
+everything else from the context). History is append-only; candidates are merged by (step, variant, repair),
+so the parallel generation branches of a step (LangGraph `Send`) each add their own candidate without
+overwriting the others, and the evaluate node's verdict replaces its pending record in place.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+
+class Analysis(TypedDict, total=False):
+    op_class: str          # memory.schema.OP_CLASSES
+    bottleneck: str        # memory, compute, latency, occupancy, unknown
+    status: str            # none, compile_error, incorrect, correct_slow, near_roofline
+    description: str       # one paragraph for prompts and embeddings
+    ops: list[str]         # the reference's operators, from its FX graph
+
+
+class DirectionChoice(TypedDict, total=False):
+    id: str | None
+    reason: str
+    score: float | None
+    alternatives: list[dict[str, Any]]   # the next best directions with their scores (for people and reports)
+    chosen_by: str                       # policy | random | first | person | none
+
+
+class CandidateRecord(TypedDict, total=False):
+    step: int
+    variant: int
+    repair: int
+    code: str | None
+    code_path: str | None
+    coder: str
+    uses_llm: bool
+    strategy_ids: list[str]
+    error: str             # why there is no code (generation failed)
+    llm_calls: int
+    input_tokens: int
+    output_tokens: int
+    compile: dict[str, Any] | None        # compile-only verdict (parallel branches)
+    verdict: dict[str, Any] | None        # the full verdict (sequential timing)
+    edited_by_person: bool
+
+
+class Best(TypedDict, total=False):
+    step: int
+    variant: int
+    code: str
+    code_path: str
+    verdict: dict[str, Any]
+    speedup_vs_eager: float | None
+    speedup_vs_compile: float | None
+    roofline_fraction: float | None
+
+
+class StepRecord(TypedDict, total=False):
+    step: int
+    direction: str | None
+    direction_reason: str
+    strategies: list[str]
+    status: str
+    accepted: bool
+    failed: bool
+    speedup_vs_eager: float | None
+    speedup_vs_compile: float | None
+    roofline_fraction: float | None
+    repairs: int
+    candidates: int
+    reason: str
+    improved: bool
+
+
+def merge_candidates(left: list[CandidateRecord] | None, right: list[CandidateRecord] | None
+                     ) -> list[CandidateRecord]:
+    """Reducer: add new attempts, replace an attempt already there (same step, variant and repair)."""
+    merged: dict[tuple[int, int, int], CandidateRecord] = {}
+    for c in [*(left or []), *(right or [])]:
+        merged[(c.get("step", 0), c.get("variant", 0), c.get("repair", 0))] = c
+    return list(merged.values())
+
+
+class AgentState(TypedDict, total=False):
+    # --- input -----------------------------------------------------------------------------------------
+    task_path: str
+    task_source: str
+    run_id: str
+    # --- per step (overwritten) -----------------------------------------------------------------------
+    step: int                                   # the step being worked on (0-based)
+    analysis: Analysis
+    direction: DirectionChoice
+    strategies: list[dict[str, Any]]            # StrategyBrief fields
+    notes: list[str]
+    human: dict[str, Any] | None                # the person's answer at the last interrupt
+    # --- accumulated ----------------------------------------------------------------------------------
+    candidates: Annotated[list[CandidateRecord], merge_candidates]
+    history: Annotated[list[StepRecord], operator.add]
+    best: Best | None
+    stop_reason: str | None
+    task_name: str
+
+
+def step_candidates(state: AgentState, step: int | None = None) -> list[CandidateRecord]:
+    s = state.get("step", 0) if step is None else step
+    return [c for c in state.get("candidates", []) if c.get("step") == s]
+
+
+def latest_per_variant(cands: list[CandidateRecord]) -> dict[int, CandidateRecord]:
+    """Each variant's most recent attempt (its last repair)."""
+    out: dict[int, CandidateRecord] = {}
+    for c in cands:
+        v = c.get("variant", 0)
+        if v not in out or c.get("repair", 0) >= out[v].get("repair", 0):
+            out[v] = c
+    return out
