@@ -1,0 +1,256 @@
+"""Pull a candidate file out of an LLM reply, or say precisely why there is none.
+
+Rules, in order:
+1. Reasoning (`<think>...</think>`) is dropped: drafts in it are not answers.
+2. Fenced blocks (``` or ~~~, any language tag; a last block left open by a truncated reply counts).
+   The Python block that defines `class ModelNew` is the candidate; when several do, the last one (models
+   revise as they go) and the reason says so.
+3. A separate kernel-source block is merged only when clearly needed: the candidate passes a module-level
+   name that it never defines to `load_inline(cuda_sources=/cpp_sources=)` or `torch.cuda._compile_kernel`,
+   and exactly one unused non-Python block fits (CUDA code with `__global__` for CUDA sources, C++ for the
+   declarations). Anything ambiguous is refused with a reason, so the coder asks again.
+4. No fenced block: bare code that defines `ModelNew` is accepted (leading and trailing prose trimmed);
+   prose only gives no code.
+5. The code must parse, define `ModelNew` at module level, and be of the requested backend
+   (`htam_agent.evaluation.backends.detect_backend`); otherwise no code, with the reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from dataclasses import dataclass
+
+from htam_agent.evaluation.backends import detect_backend
+
+PYTHON_TAGS = {"", "python", "py", "python3", "py3", "ipython", "pycon"}
+CUDA_TAGS = {"cuda", "cu", "cuh", "c++", "cpp", "cxx", "cc", "c", "h", "hpp"}
+BACKEND_MARKS = {
+    "cuda": "a __global__ CUDA kernel",
+    "triton": "a @triton.jit kernel",
+    "cpp": "C++ compiled with load_inline(cpp_sources=...)",
+}
+
+_FENCE_OPEN = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)$", re.MULTILINE)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_MODELNEW = re.compile(r"^class[ \t]+ModelNew\b", re.MULTILINE)
+_CODE_START = re.compile(r"^(?:import |from |class |def |@|\"\"\"|'''|#|[A-Za-z_][A-Za-z0-9_]*\s*=)")
+
+
+@dataclass(frozen=True)
+class Block:
+    lang: str
+    code: str
+    closed: bool
+
+
+@dataclass(frozen=True)
+class Extraction:
+    code: str | None
+    reason: str                 # why there is no code, or how the code was chosen
+    backend: str | None = None  # backend detected in the code (or in the rejected code)
+    blocks: int = 0             # fenced blocks in the reply
+
+    @property
+    def ok(self) -> bool:
+        return self.code is not None
+
+
+def strip_reasoning(reply: str) -> str:
+    text = _THINK.sub("", reply)
+    # an unclosed <think> (reply cut off inside the reasoning): nothing after it is an answer
+    low = text.lower()
+    if "<think>" in low and "</think>" not in low:
+        text = text[: low.index("<think>")]
+    elif "</think>" in low and "<think>" not in low:
+        # some servers strip the opening tag but leave the closing one
+        text = text[low.rindex("</think>") + len("</think>"):]
+    return text
+
+
+def fenced_blocks(text: str) -> list[Block]:
+    """Fenced blocks in order; a fence closes only with the same character, at least as long."""
+    blocks: list[Block] = []
+    pos = 0
+    while True:
+        m = _FENCE_OPEN.search(text, pos)
+        if not m:
+            return blocks
+        fence = m.group("fence")
+        lang = (m.group("info").strip().split() or [""])[0].lower().lstrip("{.").rstrip("}")
+        body_start = m.end() + 1 if m.end() < len(text) else m.end()
+        close = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
+        c = close.search(text, body_start)
+        if c is None:
+            blocks.append(Block(lang, textwrap.dedent(text[body_start:]), closed=False))
+            return blocks
+        blocks.append(Block(lang, textwrap.dedent(text[body_start:c.start()]), closed=True))
+        pos = c.end()
+
+
+def _parse_error(code: str) -> str | None:
+    try:
+        ast.parse(code)
+    except SyntaxError as exc:
+        return f"line {exc.lineno}: {exc.msg}"
+    except ValueError as exc:  # null bytes
+        return str(exc)
+    return None
+
+
+def _defines_modelnew(code: str) -> bool:
+    return bool(_MODELNEW.search(code))
+
+
+# ------------------------------------------------------------------------------------------------------
+# merging a separate kernel-source block
+# ------------------------------------------------------------------------------------------------------
+def _module_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return names
+
+
+def _source_slots(tree: ast.Module) -> list[tuple[str, str]]:
+    """(name, role) for names passed as kernel sources: role 'cuda' (kernels) or 'cpp' (C++ sources)."""
+    slots: list[tuple[str, str]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if fname == "load_inline":
+            for kw in node.keywords:
+                if kw.arg in ("cuda_sources", "cpp_sources"):
+                    for value in (kw.value.elts if isinstance(kw.value, (ast.List, ast.Tuple)) else [kw.value]):
+                        if isinstance(value, ast.Name):
+                            slots.append((value.id, "cuda" if kw.arg == "cuda_sources" else "cpp"))
+        elif fname == "_compile_kernel" and node.args and isinstance(node.args[0], ast.Name):
+            slots.append((node.args[0].id, "cuda"))
+    return slots
+
+
+def _literal(source: str) -> str:
+    if '"""' not in source and not source.endswith("\\"):
+        return f'r"""{source}"""'
+    return repr(source)
+
+
+def _merge_sources(code: str, others: list[Block], backend: str) -> tuple[str | None, str]:
+    """Define kernel-source names the code uses but never assigns, from other blocks (only when clear)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code, ""
+    defined = _module_names(tree)
+    missing = [(n, role) for n, role in dict.fromkeys(_source_slots(tree)) if n not in defined]
+    if not missing:
+        return code, ""
+    source_blocks = [b for b in others if b.lang in CUDA_TAGS
+                     or (b.lang == "" and ("__global__" in b.code or "#include" in b.code))]
+    used: set[int] = set()
+    assignments: list[str] = []
+    for name, role in missing:
+        if role == "cuda" and backend == "cuda":
+            fits = [i for i, b in enumerate(source_blocks) if i not in used and "__global__" in b.code]
+        else:
+            fits = [i for i, b in enumerate(source_blocks) if i not in used and "__global__" not in b.code]
+        if len(fits) != 1:
+            what = "no" if not fits else f"{len(fits)}"
+            return None, (f"the code uses {name} as a kernel source but never defines it, and {what} separate "
+                          f"source block(s) could be it; put the kernel source inside the Python file")
+        used.add(fits[0])
+        assignments.append(f"{name} = {_literal(source_blocks[fits[0]].code.strip(chr(10)) + chr(10))}")
+    lines = code.splitlines(keepends=True)
+    insert_at = 0
+    for i, line in enumerate(lines):  # after `from __future__` imports, which must come first
+        if line.startswith("from __future__"):
+            insert_at = i + 1
+    merged = "".join(lines[:insert_at]) + "\n".join(assignments) + "\n\n" + "".join(lines[insert_at:])
+    names = ", ".join(n for n, _ in missing)
+    return merged, f"; merged {len(missing)} separate source block(s) as {names}"
+
+
+# ------------------------------------------------------------------------------------------------------
+# bare code
+# ------------------------------------------------------------------------------------------------------
+def _bare_code(text: str) -> tuple[str | None, str]:
+    lines = text.strip("\n").splitlines()
+    starts = [i for i, line in enumerate(lines) if _CODE_START.match(line)]
+    if not starts:
+        return None, "the reply mentions class ModelNew but holds no code outside prose"
+    for start in starts[:20]:
+        for end in range(len(lines), start, -1):
+            chunk = "\n".join(lines[start:end]).strip("\n")
+            if not _defines_modelnew(chunk):
+                break
+            if _parse_error(chunk) is None:
+                return chunk + "\n", "no code block; bare code in the reply"
+    return None, "the reply defines ModelNew outside a code block, but that code does not parse"
+
+
+# ------------------------------------------------------------------------------------------------------
+# entry point
+# ------------------------------------------------------------------------------------------------------
+def _check(code: str, backend: str, how: str, nblocks: int) -> Extraction:
+    error = _parse_error(code)
+    detected = detect_backend(code)
+    if error:
+        return Extraction(None, f"the code does not parse ({error}); the reply may have been cut off",
+                          detected, nblocks)
+    tree = ast.parse(code)
+    if not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):
+        return Extraction(None, "class ModelNew is not defined at module level", detected, nblocks)
+    if detected != backend:
+        want = BACKEND_MARKS.get(backend, backend)
+        if detected is None:
+            return Extraction(None, f"the code has no {backend} kernel (expected {want})", None, nblocks)
+        return Extraction(None, f"wrong backend: the code is a {detected} candidate "
+                                f"({BACKEND_MARKS.get(detected, detected)}) but {backend} was requested "
+                                f"(expected {want})", detected, nblocks)
+    return Extraction(code if code.endswith("\n") else code + "\n", how, detected, nblocks)
+
+
+def extract_code(reply: str, backend: str) -> Extraction:
+    """The candidate in `reply` for `backend`, or None with the reason (see the module docstring)."""
+    text = strip_reasoning(reply or "")
+    if not text.strip():
+        return Extraction(None, "the reply is empty" + (" (only reasoning, no answer)" if reply.strip() else ""))
+    blocks = fenced_blocks(text)
+    if blocks:
+        with_model = [i for i, b in enumerate(blocks) if _defines_modelnew(b.code) and b.lang not in CUDA_TAGS]
+        if not with_model:
+            return Extraction(None, f"none of the reply's {len(blocks)} code block(s) defines class ModelNew",
+                              None, len(blocks))
+        # prefer the last block that parses; a last block cut off by the length limit does not
+        parsing = [i for i in with_model if _parse_error(blocks[i].code) is None]
+        pick = parsing[-1] if parsing else with_model[-1]
+        block = blocks[pick]
+        how = ("one code block" if len(blocks) == 1 else
+               f"code block {pick + 1} of {len(blocks)} defines ModelNew")
+        if len(with_model) > 1:
+            how += f" (the last that parses of {len(with_model)} that define it)"
+        others = [b for i, b in enumerate(blocks) if i != pick and not _defines_modelnew(b.code)]
+        code, merged = _merge_sources(block.code, others, backend)
+        if code is None:
+            return Extraction(None, merged, detect_backend(block.code), len(blocks))
+        return _check(code, backend, how + merged, len(blocks))
+    if not _defines_modelnew(text):
+        return Extraction(None, "the reply contains no code (no code block and no class ModelNew)")
+    code, how = _bare_code(text)
+    if code is None:
+        return Extraction(None, how, detect_backend(text))
+    return _check(code, backend, how, 0)
+
+
+__all__ = ["Block", "Extraction", "extract_code", "fenced_blocks", "strip_reasoning"]
