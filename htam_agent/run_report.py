@@ -67,8 +67,18 @@ def plot_htg_path(directions: list[str], history: list[dict[str, Any]], path: Pa
         if d not in pos:
             continue
         cur = pos[d]
+        color = "tab:green" if h.get("improved") else "tab:red"
+        if cur == prev:  # the same direction again: a small loop outside the node
+            r = 1.18
+            ang = math.atan2(cur[1], cur[0])
+            ax.annotate("", xy=cur, xytext=(r * math.cos(ang + 0.25), r * math.sin(ang + 0.25)),
+                        arrowprops={"arrowstyle": "->", "color": color, "lw": 1.4,
+                                    "connectionstyle": "arc3,rad=0.6"})
+            ax.annotate(str(h["step"]), (r * math.cos(ang + 0.25), r * math.sin(ang + 0.25)), fontsize=7,
+                        color="navy")
+            continue
         ax.annotate("", xy=cur, xytext=prev, arrowprops={
-            "arrowstyle": "->", "color": "tab:green" if h.get("improved") else "tab:red", "lw": 1.4,
+            "arrowstyle": "->", "color": color, "lw": 1.4,
             "connectionstyle": "arc3,rad=0.15"})
         mx, my = (prev[0] + cur[0]) / 2, (prev[1] + cur[1]) / 2
         ax.annotate(str(h["step"]), (mx, my), fontsize=7, color="navy")

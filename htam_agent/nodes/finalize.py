@@ -75,7 +75,7 @@ def finalize(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         from htam_agent.resources import memory_for
 
         mem = memory_for(ctx)
-        mem_dirs = mem.directions() if mem else []
+        mem_dirs = mem.directions if mem else []
     except Exception:  # noqa: BLE001 - the report can draw the path from the history alone
         pass
     write_report(art.root, result.as_dict(), [dict(h) for h in state.get("history", [])], mem_dirs)

@@ -16,6 +16,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
+from htam_agent.artifacts import RunArtifacts
 from htam_agent.context import RunContext
 from htam_agent.nodes._memory_state import memory_state
 from htam_agent.nodes.retrieve import brief
@@ -40,11 +41,19 @@ def _normalize(answer: Any) -> dict[str, Any]:
                      "with 'direction' or 'code' where needed")
 
 
+def _record(state: AgentState, ctx: RunContext, direction: dict[str, Any], strategies: list[dict[str, Any]],
+            human: dict[str, Any] | None) -> None:
+    RunArtifacts(ctx.runs_path(), state["run_id"]).write_direction(state.get("step", 0), {
+        "direction": direction, "strategies": strategies, "notes": state.get("notes", []),
+        "analysis": {k: v for k, v in (state.get("analysis") or {}).items() if k != "ops"}, "person": human})
+
+
 def review(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
-    if not ctx.interactive:
-        return {"human": None}
     direction = state.get("direction") or {}
+    if not ctx.interactive:
+        _record(state, ctx, dict(direction), state.get("strategies", []), None)
+        return {"human": None}
     mem = memory_for(ctx)
     answer = _normalize(interrupt({
         "step": state.get("step", 0),
@@ -52,7 +61,7 @@ def review(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "direction": direction.get("id"),
         "reason": direction.get("reason", ""),
         "alternatives": direction.get("alternatives", []),
-        "directions": mem.directions() if mem else [],
+        "directions": mem.directions if mem else [],
         "strategies": [s["id"] for s in state.get("strategies", [])],
         "best_speedup": (state.get("best") or {}).get("speedup_vs_eager"),
         "how_to_answer": "accept | {'action':'direction','direction':id} | {'action':'code','code':src} | stop",
@@ -60,8 +69,8 @@ def review(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     update: dict[str, Any] = {"human": answer}
     if answer["action"] == "direction":
         new = answer.get("direction")
-        if mem is None or new not in mem.directions():
-            known = ", ".join(mem.directions()) if mem else "(no memory in this run)"
+        if mem is None or new not in mem.directions:
+            known = ", ".join(mem.directions) if mem else "(no memory in this run)"
             raise ValueError(f"unknown direction {new!r}; choose one of {known}")
         update["direction"] = {"id": new, "reason": "chosen by a person", "score": None,
                                "alternatives": direction.get("alternatives", []), "chosen_by": "person"}
@@ -70,4 +79,7 @@ def review(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
             update["strategies"] = [brief(h, ctx.backend) for h in hits]
     elif answer["action"] == "stop":
         update["stop_reason"] = "stopped by a person"
+    _record(state, ctx, dict(update.get("direction", direction)), update.get("strategies", state.get("strategies", [])),
+            {k: v for k, v in answer.items() if k != "code"} | ({"code_chars": len(answer["code"])}
+                                                                 if answer.get("code") else {}))
     return update
