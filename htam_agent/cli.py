@@ -38,6 +38,15 @@ def _mount_memory() -> None:
 _mount_memory()
 
 
+def _mount_optimize() -> None:
+    from htam_agent.optimize_cli import optimize_cmd
+
+    app.command("optimize")(optimize_cmd)
+
+
+_mount_optimize()
+
+
 @app.command("eval")
 def eval_cmd(
     task: Annotated[Path, typer.Argument(help="KernelBench-format task file (Model, get_inputs, get_init_inputs)")],
@@ -51,6 +60,7 @@ def eval_cmd(
     compile_timeout: Annotated[float, typer.Option(help="seconds allowed to compile")] = 600.0,
     run_timeout: Annotated[float, typer.Option(help="seconds allowed for each later phase")] = 180.0,
     threads: Annotated[int | None, typer.Option(help="CPU threads for the cpp backend")] = None,
+    tier: Annotated[str, typer.Option(help="checks: default | thorough (slower) | bare (no anti-cheat)")] = "default",
 ) -> None:
     """Compile, verify and time CANDIDATE against TASK; exit status 0 only when it is accepted."""
     from htam_agent.evaluation.backends import BACKEND_NAMES, detect_backend
@@ -77,7 +87,7 @@ def eval_cmd(
         raise typer.Exit(2)
     options = EvalOptions(backend=backend, size=size, timing=not no_timing,
                           baselines=tuple(b for b in baselines.split(",") if b.strip()),
-                          compile_timeout_s=compile_timeout, run_timeout_s=run_timeout, threads=threads)
+                          compile_timeout_s=compile_timeout, run_timeout_s=run_timeout, threads=threads, tier=tier)
     store = None if no_store else VerdictStore()
     with console.status(f"evaluating {candidate.name} on {backend} (compile, verify, time)..."):
         verdict = Evaluator(options, store).evaluate(Candidate(task_path=str(task), source=source))
