@@ -1,0 +1,590 @@
+"""Recognise a task's operator pattern from the FX graph of its reference `Model`.
+
+The model is built and traced on the meta device (no memory, any size). Scalars the forward reads from the
+module (`self.scale`, a LeakyReLU slope) are found by tracing a second time with those attributes set to
+sentinel values: a constant that follows the sentinel is emitted as `self.<attr>` read at run time, never
+baked into the kernel (a baked init argument is cheat pattern 12). Anything outside the covered families
+raises `UnsupportedTask` with what was found and how to configure an LLM instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import operator
+import textwrap
+from dataclasses import dataclass
+from typing import Any
+
+from ..base import UnsupportedTask
+from .spec import Chain, Operand, Pattern, Prefix, Ref, Step
+
+LLM_HINT = (
+    "The offline exemplar coder covers elementwise chains (also as the epilogue of a Linear or convolution), "
+    "row-wise reductions and normalizations (sum, mean, amax, argmax, softmax, log_softmax, layernorm, rmsnorm) "
+    "and fp32 matmul/bmm. For other tasks configure an LLM: set HTAM_MODEL, HTAM_BASE_URL and OPENAI_API_KEY, "
+    "or pass --model/--base-url."
+)
+
+UNARY = ("relu", "sigmoid", "tanh", "silu", "gelu", "gelu_tanh", "leaky_relu", "clamp", "clamp_min",
+         "clamp_max", "hardswish", "hardsigmoid", "neg", "abs", "exp", "rsqrt", "sqrt", "square")
+BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
+ROW_OPS = ("sum", "mean", "amax", "argmax", "softmax", "log_softmax", "layernorm", "rmsnorm")
+_SENTINEL_BASE = 918273.0
+
+
+def unsupported(task: str, why: str) -> UnsupportedTask:
+    return UnsupportedTask(f"exemplar coder: task {task!r} is not supported: {why}. {LLM_HINT}")
+
+
+@dataclass
+class _Traced:
+    gm: Any  # GraphModule (sentinel-free trace, with shapes in node.meta)
+    alt: Any  # GraphModule traced with scalar attributes set to sentinels
+    sentinels: dict[float, str]  # sentinel value -> "self.<attr>"
+    model: Any
+
+
+def _function_table() -> dict[Any, str]:
+    import torch
+    import torch.nn.functional as F
+
+    table: dict[Any, str] = {
+        operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
+        operator.neg: "neg", operator.pow: "pow",
+    }
+    for name in ("relu", "sigmoid", "tanh", "exp", "abs", "neg", "rsqrt", "sqrt", "clamp", "add", "sub", "mul",
+                 "div", "maximum", "minimum", "softmax", "log_softmax", "sum", "mean", "amax", "argmax",
+                 "matmul", "mm", "bmm", "pow", "square", "clamp_min", "clamp_max"):
+        fn = getattr(torch, name, None)
+        if fn is not None:
+            table[fn] = name
+    for name in ("relu", "silu", "gelu", "leaky_relu", "hardtanh", "hardswish", "hardsigmoid", "softmax",
+                 "log_softmax", "layer_norm", "linear", "sigmoid", "tanh", "relu6"):
+        fn = getattr(F, name, None)
+        if fn is not None:
+            table.setdefault(fn, name)
+    table[torch.true_divide] = "div"
+    return table
+
+
+def _load(task_source: str, task_name: str) -> tuple[Any, list[Any], list[str]]:
+    """The reference model and its inputs on the meta device, at the small size when the task has one."""
+    import torch
+
+    from ...evaluation.tasks import TaskError, load_task_source
+
+    size = "small" if "SMALL_SIZES" in task_source else "default"
+    try:
+        task = load_task_source(task_source, f"{task_name}.py", size=size, check_inputs=False)
+        with torch.device("meta"):
+            model = task.model_cls(*task.get_init_inputs())
+            inputs = task.get_inputs()
+    except (TaskError, Exception) as exc:  # a task we cannot even build is out of reach, say why
+        raise unsupported(task_name, f"building the reference Model on the meta device failed ({exc})") from exc
+    params = list(inspect.signature(task.model_cls.forward).parameters)[1:]
+    return model, list(inputs), params
+
+
+def _scalar_attrs(model: Any) -> list[tuple[Any, str, str]]:
+    """(module, attribute, expression) for every int/float attribute a forward might read."""
+    found = []
+    for path, mod in model.named_modules():
+        for key, value in vars(mod).items():
+            if key.startswith("_") or key == "training" or type(value) not in (int, float):
+                continue
+            found.append((mod, key, "self." + (f"{path}." if path else "") + key))
+    return found
+
+
+def _trace(task_name: str, model: Any, inputs: list[Any]) -> _Traced:
+    import torch.fx
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    try:
+        gm = torch.fx.symbolic_trace(model)
+        ShapeProp(gm).propagate(*inputs)
+    except Exception as exc:  # FX cannot trace data-dependent control flow and the like
+        raise unsupported(task_name, f"torch.fx could not trace Model.forward ({type(exc).__name__}: {exc})") from exc
+    attrs = _scalar_attrs(model)
+    saved = [(mod, key, getattr(mod, key)) for mod, key, _ in attrs]
+    sentinels: dict[float, str] = {}
+    try:
+        for i, (mod, key, expr) in enumerate(attrs):
+            value = _SENTINEL_BASE + 17.25 * i
+            setattr(mod, key, value if isinstance(getattr(mod, key), float) else int(value))
+            sentinels[float(getattr(mod, key))] = expr
+        alt = torch.fx.symbolic_trace(model)
+    except Exception as exc:
+        raise unsupported(task_name, f"the forward's structure depends on constructor scalars ({exc})") from exc
+    finally:
+        for mod, key, value in saved:
+            setattr(mod, key, value)
+    return _Traced(gm, alt, sentinels, model)
+
+
+def _shape(node: Any) -> tuple[int, ...] | None:
+    meta = node.meta.get("tensor_meta") if hasattr(node, "meta") else None
+    return tuple(meta.shape) if meta is not None and hasattr(meta, "shape") else None
+
+
+def _dtype(node: Any) -> Any:
+    meta = node.meta.get("tensor_meta")
+    return getattr(meta, "dtype", None)
+
+
+class _Canon:
+    """One FX node in canonical form: op name, tensor inputs (FX nodes) and named scalar parameters."""
+
+    def __init__(self, op: str, tensors: list[Any], params: dict[str, Any], node: Any, alt: Any) -> None:
+        self.op, self.tensors, self.params, self.node, self.alt = op, tensors, params, node, alt
+
+
+def _arg(node: Any, idx: int, name: str, default: Any = None) -> Any:
+    if len(node.args) > idx:
+        return node.args[idx]
+    return node.kwargs.get(name, default)
+
+
+def _canon(task: str, node: Any, alt: Any, traced: _Traced, table: dict[Any, str]) -> _Canon:
+    """Map call_function / call_method / call_module nodes onto one vocabulary of ops."""
+    import torch.nn as nn
+    from torch.fx import Node
+
+    if node.op == "call_module":
+        mod = traced.gm.get_submodule(node.target)
+        path = f"self.{node.target}"
+        x = node.args[0] if node.args else None
+        simple = {nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.SiLU: "silu",
+                  nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.Identity: "identity"}
+        for cls, name in simple.items():
+            if type(mod) is cls:
+                return _Canon(name, [x], {}, node, alt)
+        if type(mod) is nn.GELU:
+            return _Canon("gelu_tanh" if mod.approximate == "tanh" else "gelu", [x], {}, node, alt)
+        if type(mod) is nn.LeakyReLU:
+            return _Canon("leaky_relu", [x], {"slope": ("expr", f"{path}.negative_slope")}, node, alt)
+        if type(mod) is nn.ReLU6:
+            return _Canon("clamp", [x], {"lo": ("lit", 0.0), "hi": ("lit", 6.0)}, node, alt)
+        if type(mod) is nn.Hardtanh:
+            return _Canon("clamp", [x], {"lo": ("expr", f"{path}.min_val"), "hi": ("expr", f"{path}.max_val")},
+                          node, alt)
+        if type(mod) is nn.LayerNorm:
+            if len(mod.normalized_shape) != 1:
+                raise unsupported(task, "LayerNorm over more than the last dimension")
+            return _Canon("layer_norm", [x], {
+                "weight": f"{path}.weight" if mod.weight is not None else "",
+                "bias": f"{path}.bias" if mod.bias is not None else "",
+                "eps": ("expr", f"{path}.eps"), "dim": mod.normalized_shape[0]}, node, alt)
+        if type(mod) in (nn.Softmax, nn.LogSoftmax):
+            return _Canon("softmax" if type(mod) is nn.Softmax else "log_softmax", [x], {"dim": mod.dim}, node, alt)
+        if type(mod) is nn.Linear:
+            return _Canon("linear", [x], {"module": node.target, "bias": mod.bias is not None}, node, alt)
+        if type(mod) in (nn.Conv1d, nn.Conv2d, nn.Conv3d):
+            if mod.padding_mode != "zeros" or isinstance(mod.padding, str):
+                raise unsupported(task, "a convolution with string padding or a non-zero padding mode")
+            nd = {nn.Conv1d: 1, nn.Conv2d: 2, nn.Conv3d: 3}[type(mod)]
+            return _Canon("conv", [x], {"module": node.target, "bias": mod.bias is not None, "nd": nd}, node, alt)
+        raise unsupported(task, f"module {type(mod).__name__} ({node.target}) is outside the exemplar patterns")
+    if node.op == "call_method":
+        name = {"div_": "div", "true_divide": "div"}.get(node.target, node.target)
+    elif node.op == "call_function":
+        name = table.get(node.target, "")
+        if not name:
+            raise unsupported(task, f"function {getattr(node.target, '__name__', node.target)} is outside the "
+                                    "exemplar patterns")
+    else:
+        raise unsupported(task, f"FX node kind {node.op}")
+    a0 = node.args[0] if node.args else None
+    if name in ("relu", "sigmoid", "tanh", "silu", "hardswish", "hardsigmoid", "neg", "abs", "exp", "rsqrt",
+                "sqrt", "square"):
+        return _Canon(name, [a0], {}, node, alt)
+    if name == "relu6":
+        return _Canon("clamp", [a0], {"lo": ("lit", 0.0), "hi": ("lit", 6.0)}, node, alt)
+    if name == "gelu":
+        approx = _arg(node, 1, "approximate", "none")
+        return _Canon("gelu_tanh" if approx == "tanh" else "gelu", [a0], {}, node, alt)
+    if name == "leaky_relu":
+        return _Canon(name, [a0], {"slope": ("val", 1, "negative_slope", 0.01)}, node, alt)
+    if name == "hardtanh":
+        return _Canon("clamp", [a0], {"lo": ("val", 1, "min_val", -1.0), "hi": ("val", 2, "max_val", 1.0)},
+                      node, alt)
+    if name in ("clamp", "clamp_min", "clamp_max"):
+        lo = ("val", 1, "min", None) if name != "clamp_max" else ("lit", None)
+        hi = ("val", 2 if name == "clamp" else 1, "max", None) if name != "clamp_min" else ("lit", None)
+        return _Canon("clamp", [a0], {"lo": lo, "hi": hi}, node, alt)
+    if name in ("add", "sub", "mul", "div", "maximum", "minimum", "pow"):
+        if name in ("add", "sub") and _arg(node, 2, "alpha", 1) != 1:
+            raise unsupported(task, "add/sub with alpha")
+        if name == "div" and node.kwargs.get("rounding_mode") is not None:
+            raise unsupported(task, "division with a rounding mode")
+        b = _arg(node, 1, "other", None)
+        if b is None:
+            b = node.kwargs.get("exponent")
+        return _Canon(name, [a0, b], {}, node, alt)
+    if name in ("softmax", "log_softmax"):
+        return _Canon(name, [a0], {"dim": _arg(node, 1, "dim", None)}, node, alt)
+    if name in ("sum", "mean", "amax", "argmax"):
+        if node.kwargs.get("dtype") is not None:
+            raise unsupported(task, f"{name} with a dtype")
+        return _Canon(name, [a0], {"dim": _arg(node, 1, "dim", None), "keepdim": _arg(node, 2, "keepdim", False)},
+                      node, alt)
+    if name == "layer_norm":
+        shape = _arg(node, 1, "normalized_shape", None)
+        w, b = _arg(node, 2, "weight", None), _arg(node, 3, "bias", None)
+        if not isinstance(shape, (list, tuple)) or len(shape) != 1:
+            raise unsupported(task, "layer_norm over more than the last dimension")
+        refs = []
+        for t in (w, b):
+            if t is None:
+                refs.append("")
+            elif isinstance(t, Node) and t.op == "get_attr":
+                refs.append(f"self.{t.target}")
+            else:
+                raise unsupported(task, "layer_norm with computed weight or bias")
+        return _Canon("layer_norm", [a0], {"weight": refs[0], "bias": refs[1],
+                                           "eps": ("val", 4, "eps", 1e-5), "dim": shape[0]}, node, alt)
+    if name == "linear":
+        w, b = _arg(node, 1, "weight"), _arg(node, 2, "bias")
+        if not (isinstance(w, Node) and w.op == "get_attr") or not (b is None or (isinstance(b, Node)
+                                                                                  and b.op == "get_attr")):
+            raise unsupported(task, "F.linear with computed weights")
+        raise unsupported(task, "F.linear on parameters (use an nn.Linear module)")
+    if name in ("matmul", "mm", "bmm"):
+        return _Canon("matmul", [a0, _arg(node, 1, "other", None) if name == "matmul" else node.args[1]], {
+            "fn": name}, node, alt)
+    raise unsupported(task, f"op {name} is outside the exemplar patterns")
+
+
+class _ChainBuilder:
+    """Turns canonical elementwise nodes into a `Chain` with operands, runtime scalars and steps."""
+
+    def __init__(self, task: str, traced: _Traced) -> None:
+        self.task, self.traced = task, traced
+        self.operands: list[tuple[Any, str]] = []  # (FX node or None, expression)
+        self.scalars: list[str] = []
+        self.steps: list[Step] = []
+        self.env: dict[Any, Ref] = {}
+
+    def operand(self, node: Any, expr: str) -> Ref:
+        ref: Ref = ("in", len(self.operands))
+        self.operands.append((node, expr))
+        self.env[node] = ref
+        return ref
+
+    def scalar(self, a: Any, b: Any) -> Ref:
+        """A scalar argument: literal when both traces agree, `self.<attr>` when it follows a sentinel."""
+        if isinstance(a, bool) or not isinstance(a, (int, float)):
+            raise unsupported(self.task, f"non-numeric scalar argument {a!r}")
+        if a == b:
+            return ("lit", float(a))
+        expr = self.traced.sentinels.get(float(b))
+        if expr is None:
+            raise unsupported(self.task, "a constant computed from constructor arguments")
+        return self.expr_scalar(f"float({expr})")
+
+    def expr_scalar(self, expr: str) -> Ref:
+        if expr not in self.scalars:
+            self.scalars.append(expr)
+        return ("sc", self.scalars.index(expr))
+
+    def value(self, arg: Any, alt_arg: Any) -> Ref:
+        from torch.fx import Node
+
+        if isinstance(arg, Node):
+            if arg in self.env:
+                return self.env[arg]
+            if arg.op == "placeholder":
+                return self.operand(arg, arg.target)
+            if arg.op == "get_attr":
+                return self.operand(arg, f"self.{arg.target}")
+            raise unsupported(self.task, f"value {arg.name} is computed outside the fused chain")
+        return self.scalar(arg, alt_arg)
+
+    def param(self, c: _Canon, key: str) -> Ref | None:
+        spec = c.params[key]
+        if spec[0] == "lit":
+            return None if spec[1] is None else ("lit", float(spec[1]))
+        if spec[0] == "expr":
+            return self.expr_scalar(f"float({spec[1]})")
+        _, idx, name, default = spec
+        a, b = _arg(c.node, idx, name, default), _arg(c.alt, idx, name, default)
+        return None if a is None else self.scalar(a, b)
+
+    def add(self, c: _Canon) -> None:
+        alt_tensors = c.alt.args
+        if c.op == "identity":
+            self.env[c.node] = self.value(c.tensors[0], alt_tensors[0])
+            return
+        if c.op in ("add", "sub", "mul", "div", "maximum", "minimum"):
+            args = tuple(self.value(t, alt_tensors[i] if i < len(alt_tensors) else t)
+                         for i, t in enumerate(c.tensors))
+            self.env[c.node] = self._step(c.op, args)
+            return
+        if c.op == "pow":
+            if c.tensors[1] != 2:
+                raise unsupported(self.task, f"pow with exponent {c.tensors[1]!r}")
+            self.env[c.node] = self._step("square", (self.value(c.tensors[0], None),))
+            return
+        if c.op not in UNARY:
+            raise unsupported(self.task, f"{c.op} inside an elementwise chain")
+        x = self.value(c.tensors[0], None)
+        if c.op == "leaky_relu":
+            self.env[c.node] = self._step("leaky_relu", (x, self.param(c, "slope")))
+        elif c.op == "clamp":
+            lo, hi = self.param(c, "lo"), self.param(c, "hi")
+            if lo is None and hi is None:
+                raise unsupported(self.task, "clamp without bounds")
+            op = "clamp" if lo is not None and hi is not None else ("clamp_min" if lo is not None else "clamp_max")
+            self.env[c.node] = self._step(op, tuple(r for r in (x, lo, hi) if r is not None))
+        else:
+            self.env[c.node] = self._step(c.op, (x,))
+
+    def _step(self, op: str, args: tuple[Ref, ...]) -> Ref:
+        if op in ("add", "sub", "mul", "div", "maximum", "minimum") and all(a[0] in ("lit", "sc") for a in args):
+            raise unsupported(self.task, f"{op} of two scalars")
+        self.steps.append(Step(op, args))
+        return ("v", len(self.steps) - 1)
+
+    def chain(self, out_shape: tuple[int, ...]) -> Chain:
+        ops = []
+        for node, expr in self.operands:
+            shape = _shape(node) if node is not None else out_shape
+            ops.append(_operand_kind(self.task, expr, shape, out_shape))
+        return Chain(tuple(ops), tuple(self.scalars), tuple(self.steps))
+
+
+def _operand_kind(task: str, expr: str, shape: tuple[int, ...] | None, out: tuple[int, ...]) -> Operand:
+    """`full` when the operand has the output's shape, `axis` when it varies along one output axis only."""
+    if shape is None:
+        raise unsupported(task, f"{expr} is not a tensor of known shape")
+    if tuple(shape) == tuple(out):
+        return Operand(expr, "full")
+    if len(shape) > len(out):
+        raise unsupported(task, f"{expr} has more dimensions than the output")
+    padded = (1,) * (len(out) - len(shape)) + tuple(shape)
+    varying = [i for i, (p, o) in enumerate(zip(padded, out, strict=True)) if p != 1]
+    if any(padded[i] != out[i] for i in varying):
+        raise unsupported(task, f"{expr} of shape {tuple(shape)} does not broadcast to {tuple(out)}")
+    if len(varying) > 1:
+        raise unsupported(task, f"{expr} of shape {tuple(shape)} broadcasts along several axes")
+    axis = (varying[0] - len(out)) if varying else -1
+    return Operand(expr, "axis", axis)
+
+
+def _is_last_dim(dim: Any, rank: int) -> bool:
+    if isinstance(dim, (list, tuple)):
+        if len(dim) != 1:
+            return False
+        dim = dim[0]
+    return isinstance(dim, int) and not isinstance(dim, bool) and dim in (-1, rank - 1)
+
+
+def _init_and_imports(task: str, source: str) -> tuple[str, str]:
+    """The reference's `__init__` (copied so parameters, buffers and state_dict keys match) and its imports."""
+    tree = ast.parse(source)
+    imports = ["import torch", "import torch.nn as nn", "import torch.nn.functional as F"]
+    top_names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            seg = ast.get_source_segment(source, node) or ""
+            if seg not in imports:
+                imports.append(seg)
+        elif isinstance(node, ast.Assign):
+            top_names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name != "Model":
+            top_names.add(node.name)
+    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
+    init = None if model is None else next(
+        (n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    if init is None:
+        return "    def __init__(self):\n        super().__init__()\n", "\n".join(imports)
+    used = {n.id for n in ast.walk(init) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    own = {a.arg for a in ast.walk(init.args) if isinstance(a, ast.arg)}
+    own |= {n.id for n in ast.walk(init) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    used -= own
+    if used & top_names:
+        raise unsupported(task, f"Model.__init__ reads module-level names {sorted(used & top_names)}")
+    seg = ast.get_source_segment(source, init) or ""
+    body = textwrap.indent(textwrap.dedent(" " * init.col_offset + seg), "    ")
+    if "Model" in {n.id for n in ast.walk(init) if isinstance(n, ast.Name)}:
+        raise unsupported(task, "Model.__init__ refers to Model itself")
+    return body.replace("super(Model, self)", "super()") + "\n", "\n".join(imports)
+
+
+def _op_class(prefix: Prefix | None, default: str) -> str:
+    return "fused" if prefix is not None else default
+
+
+def recognize(task_source: str, task_name: str = "task") -> Pattern:
+    """The task's family and parameters, or UnsupportedTask saying what is outside the exemplar patterns."""
+    import torch
+
+    model, inputs, fwd_args = _load(task_source, task_name)
+    traced = _trace(task_name, model, inputs)
+    table = _function_table()
+    nodes = [n for n in traced.gm.graph.nodes]
+    alts = [n for n in traced.alt.graph.nodes]
+    if len(nodes) != len(alts):
+        raise unsupported(task_name, "the forward's graph changes with constructor scalars")
+    outputs = [n for n in nodes if n.op == "output"]
+    out_arg = outputs[0].args[0]
+    from torch.fx import Node
+
+    if not isinstance(out_arg, Node):
+        raise unsupported(task_name, "the forward returns several values")
+    out_shape = _shape(out_arg)
+    if out_shape is None:
+        raise unsupported(task_name, "the output is not a single tensor")
+    for n in nodes:
+        if n.op in ("placeholder", "get_attr", "call_function", "call_method", "call_module") and _shape(n) is not None:
+            if _dtype(n) not in (torch.float32, torch.int64) or (n is not out_arg and _dtype(n) != torch.float32):
+                raise unsupported(task_name, f"{n.name} has dtype {_dtype(n)}; the exemplars are fp32")
+    compute = [(n, a) for n, a in zip(nodes, alts, strict=True) if n.op in ("call_function", "call_method",
+                                                                            "call_module")]
+    if not compute:
+        raise unsupported(task_name, "the forward computes nothing")
+    canons = [_canon(task_name, n, a, traced, table) for n, a in compute]
+    init_source, imports = _init_and_imports(task_name, task_source)
+    common = {"forward_args": tuple(fwd_args), "init_source": init_source, "imports": imports}
+    ops = [c.op for c in canons]
+    if "matmul" in ops:
+        return _match_matmul(task_name, canons, common)
+    if any(op in ("softmax", "log_softmax", "sum", "mean", "amax", "argmax", "layer_norm") for op in ops):
+        return _match_rowwise(task_name, canons, traced, out_shape, common)
+    return _match_elementwise(task_name, canons, traced, out_arg, out_shape, common)
+
+
+def _prefix(task: str, canons: list[_Canon]) -> tuple[Prefix | None, list[_Canon]]:
+    """A leading Linear/conv on a forward argument stays in PyTorch; the rest is ours."""
+    first = canons[0]
+    if first.op not in ("linear", "conv"):
+        if any(c.op in ("linear", "conv") for c in canons):
+            raise unsupported(task, "a Linear or convolution after other ops (only a leading one stays in PyTorch)")
+        return None, canons
+    x = first.tensors[0]
+    if getattr(x, "op", "") != "placeholder":
+        raise unsupported(task, "the Linear/convolution input is not a forward argument")
+    if any(c.op in ("linear", "conv") for c in canons[1:]):
+        raise unsupported(task, "several Linear/convolution layers (a whole model)")
+    if first.op == "linear":
+        pre = Prefix("linear", first.params["module"], x.target, first.params["bias"], bias_axis=-1)
+    else:
+        nd = first.params["nd"]
+        pre = Prefix("conv", first.params["module"], x.target, first.params["bias"], conv_fn=f"conv{nd}d",
+                     bias_axis=-(nd + 1))
+    return pre, canons[1:]
+
+
+def _match_elementwise(task: str, canons: list[_Canon], traced: _Traced, out_node: Any,
+                       out_shape: tuple[int, ...], common: dict[str, Any]) -> Pattern:
+    prefix, rest = _prefix(task, canons)
+    if not rest:
+        what = f"only a {prefix.kind}" if prefix else "no computation"
+        raise unsupported(task, f"{what}: nothing for a fused kernel to compute (dense layers stay in PyTorch)")
+    b = _ChainBuilder(task, traced)
+    if prefix is not None:
+        b.operand(canons[0].node, "y")
+    for c in rest:
+        b.add(c)
+    if b.env.get(out_node, ("", None))[0] != "v":
+        raise unsupported(task, "the output is not computed by the elementwise chain")
+    chain = b.chain(out_shape)
+    if not any(o.kind == "full" for o in chain.operands):
+        raise unsupported(task, "no operand has the output's shape")
+    desc = " -> ".join(s.op for s in chain.steps)
+    if prefix is not None:
+        desc = f"{prefix.kind} (PyTorch) -> fused epilogue: {desc}"
+    return Pattern("elementwise", _op_class(prefix, "elementwise"), desc, prefix=prefix, chain=chain, **common)
+
+
+def _row_core(task: str, canons: list[_Canon], rank: int, b: _ChainBuilder) -> tuple[dict[str, Any], int]:
+    """Match the row-wise core at the start of `canons`; returns its fields and how many nodes it spans."""
+    c = canons[0]
+    x = c.tensors[0]
+    if c.op in ("softmax", "log_softmax"):
+        if not _is_last_dim(c.params["dim"], rank):
+            raise unsupported(task, f"{c.op} over a dimension other than the last")
+        return {"row_op": c.op, "x": x}, 1
+    if c.op in ("sum", "mean", "amax", "argmax"):
+        if not _is_last_dim(c.params["dim"], rank):
+            raise unsupported(task, f"{c.op} over a dimension other than the last")
+        return {"row_op": c.op, "x": x, "keepdim": bool(c.params["keepdim"])}, 1
+    if c.op == "layer_norm":
+        eps = b.param(c, "eps")
+        return {"row_op": "layernorm", "x": x, "weight": c.params["weight"], "bias": c.params["bias"],
+                "eps": eps}, 1
+    # rmsnorm written out: square(x) -> mean(-1, keepdim) -> + eps -> rsqrt -> x * r [-> * weight]
+    seq = [k.op for k in canons[:6]]
+    if len(seq) >= 5 and seq[0] in ("mul", "pow", "square") and seq[1] == "mean" and seq[2] == "add" \
+            and seq[3] == "rsqrt" and seq[4] == "mul":
+        sq, mean, add, rs, mul = canons[:5]
+        xs = sq.tensors
+        ok = (sq.op == "mul" and xs[0] is xs[1]) or (sq.op == "pow" and xs[1] == 2) or sq.op == "square"
+        ok = ok and mean.tensors[0] is sq.node and mean.params["keepdim"] and _is_last_dim(mean.params["dim"], rank)
+        ok = ok and add.tensors[0] is mean.node and rs.tensors[0] is add.node
+        ok = ok and set(map(id, mul.tensors)) == {id(xs[0]), id(rs.node)}
+        if ok:
+            eps = b.scalar(add.tensors[1], add.alt.args[1])
+            span, weight = 5, ""
+            if len(canons) > 5 and canons[5].op == "mul":
+                w = [t for t in canons[5].tensors if t is not mul.node]
+                if len(w) == 1 and getattr(w[0], "op", "") == "get_attr" and mul.node in canons[5].tensors:
+                    span, weight = 6, f"self.{w[0].target}"
+            return {"row_op": "rmsnorm", "x": xs[0], "weight": weight, "eps": eps}, span
+    raise unsupported(task, f"no row-wise pattern starts at {c.op}")
+
+
+def _match_rowwise(task: str, canons: list[_Canon], traced: _Traced, out_shape: tuple[int, ...],
+                   common: dict[str, Any]) -> Pattern:
+    prefix, rest = _prefix(task, canons)
+    b = _ChainBuilder(task, traced)
+    x_shape = _shape(rest[0].tensors[0]) if rest and hasattr(rest[0].tensors[0], "meta") else None
+    if x_shape is None:
+        raise unsupported(task, "the row-wise op's input has no known shape")
+    core, span = _row_core(task, rest, len(x_shape), b)
+    x = core["x"]
+    if prefix is not None and x is not canons[0].node:
+        raise unsupported(task, "the row-wise op does not read the Linear's output")
+    if prefix is None and getattr(x, "op", "") != "placeholder":
+        raise unsupported(task, "the row-wise op does not read a forward argument")
+    eps = core.get("eps")
+    eps_expr = ""
+    if eps is not None:
+        eps_expr = repr(eps[1]) if eps[0] == "lit" else b.scalars[eps[1]]
+    post = _ChainBuilder(task, traced)
+    post.operand(rest[span - 1].node, "_core")
+    for c in rest[span:]:
+        post.add(c)
+    chain = post.chain(out_shape)
+    if any(o.expr != "_core" for o in chain.operands):
+        raise unsupported(task, "the ops after the row-wise core read other tensors")
+    if core["row_op"] == "argmax" and chain.steps:
+        raise unsupported(task, "ops after argmax")
+    row_op = core["row_op"]
+    desc = row_op + (" -> " + " -> ".join(s.op for s in chain.steps) if chain.steps else "")
+    if prefix is not None:
+        desc = f"{prefix.kind} (PyTorch) -> {desc}"
+    op_class = "reduction" if row_op in ("sum", "mean", "amax", "argmax") else "normalization"
+    return Pattern("rowwise", _op_class(prefix, op_class), desc, prefix=prefix, chain=chain, row_op=row_op,
+                   row_input="y" if prefix is not None else x.target, row_weight=core.get("weight", ""),
+                   row_bias=core.get("bias", ""), row_eps=eps_expr, keepdim=core.get("keepdim", False), **common)
+
+
+def _match_matmul(task: str, canons: list[_Canon], common: dict[str, Any]) -> Pattern:
+    if len(canons) != 1:
+        raise unsupported(task, "a matmul combined with other ops (attention, MLP); only a plain matmul is covered")
+    a, b_ = canons[0].tensors
+    if getattr(a, "op", "") != "placeholder" or getattr(b_, "op", "") != "placeholder":
+        raise unsupported(task, "matmul operands are not forward arguments")
+    sa, sb = _shape(a), _shape(b_)
+    if sa is None or sb is None:
+        raise unsupported(task, "matmul operand shapes unknown")
+    if len(sa) == 2 and len(sb) == 2:
+        batched = False
+    elif len(sa) == 3 and len(sb) == 3 and sa[0] == sb[0]:
+        batched = True
+    else:
+        raise unsupported(task, f"matmul of shapes {sa} x {sb} (only 2-D x 2-D and batched 3-D x 3-D)")
+    desc = ("batched " if batched else "") + "fp32 matmul"
+    return Pattern("matmul", "matmul", desc, mm_a=a.target, mm_b=b_.target, mm_batched=batched, **common)
