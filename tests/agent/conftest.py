@@ -1,0 +1,22 @@
+"""Every agent test gets its own memory, verdict store and run folder; builds are shared per session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from htam_agent import resources
+
+
+@pytest.fixture
+def agent_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, build_root: str) -> Path:
+    monkeypatch.setenv("HTAM_BUILD_DIR", build_root)
+    monkeypatch.setenv("HTAM_VERDICT_DIR", str(tmp_path / "verdicts"))
+    monkeypatch.setenv("HTAM_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.setenv("HTAM_MEMORY_DIR", str(tmp_path / "memory"))
+    for var in ("HTAM_MODEL", "HTAM_BASE_URL", "OPENAI_BASE_URL", "HTAM_CODER", "HTAM_BACKEND", "HTAM_STEPS"):
+        monkeypatch.delenv(var, raising=False)
+    resources.clear_cache()
+    yield tmp_path
+    resources.clear_cache()
