@@ -1,0 +1,123 @@
+"""Prompt templates: every backend and node renders, with the task, direction, strategies and feedback."""
+
+from __future__ import annotations
+
+import pytest
+from samples import CUDA_NVRTC, TASK
+
+from htam_agent.coder.base import CodeRequest, StrategyBrief
+from htam_agent.coder.prompting import (
+    PromptError,
+    placeholders,
+    render,
+    render_ask_again,
+    render_request,
+    summarize_verdict,
+    template_names,
+)
+
+STRATEGIES = (
+    StrategyBrief("mem.vec16", "Vectorized 16-byte loads", summary="Load float4 where aligned.",
+                  sketch="float4 v = reinterpret_cast<const float4*>(x)[i];", risks="misaligned tails"),
+    StrategyBrief("launch.grid_stride", "Grid-stride loop", summary="Fewer, fatter blocks."),
+)
+VERDICT = {"status": "accepted", "speedup_vs_eager": 1.234, "speedup_vs_compile": 0.91,
+           "roofline": {"fraction": 0.42, "bound": "memory"}, "timing": {"candidate": {"median_ms": 3.21}},
+           "reason": "accepted: correct on all trials, 1.23x vs eager", "flags": [{"name": "roofline_low"}]}
+
+
+def request(backend: str, **kw) -> CodeRequest:
+    base = dict(task_name="elementwise_leaky_relu", task_source=TASK, backend=backend, op_class="elementwise",
+                direction="memory_access", direction_reason="memory-bound at 40% of peak bandwidth",
+                strategies=STRATEGIES, best_code=CUDA_NVRTC, best_verdict=VERDICT, step=2,
+                notes=("float4 on odd widths needs a scalar tail",))
+    base.update(kw)
+    return CodeRequest(**base)
+
+
+@pytest.mark.parametrize("backend", ["cuda", "triton", "cpp"])
+def test_generate_prompt_carries_everything(backend):
+    prompt = render_request(request(backend))
+    assert prompt.kind == "generate"
+    user, system = prompt.user, prompt.system
+    assert "def get_inputs():" in user and "elementwise_leaky_relu" in user   # the task source
+    assert "memory access" in user and "memory-bound at 40% of peak bandwidth" in user  # direction + reason
+    for s in STRATEGIES:
+        assert s.title in user and s.id in user and s.summary in user
+    assert "float4 v = reinterpret_cast" in user and "misaligned tails" in user  # sketch, risks
+    assert "float4 on odd widths needs a scalar tail" in user                     # notes
+    assert "leaky_relu_f32" in user                                               # the current best code
+    assert "1.23x vs eager PyTorch" in user and "42% of the roofline (memory-bound)" in user
+    assert "class ModelNew" in system and "```python" in system
+    assert "must compute part of every output" in system                         # the PyTorch-call rule
+    filled = {"task_name", "task_source", "current", "direction", "strategies", "notes", "variant", "step",
+              "format", "backend", "backend_title", "op_class"}
+    assert not (placeholders(user) | placeholders(system)) & filled               # nothing left unfilled
+    fmt = {"cuda": ("load_inline", "_compile_kernel", "__global__"), "triton": ("@triton.jit",),
+           "cpp": ("cpp_sources", "-fopenmp")}[backend]
+    for marker in fmt:
+        assert marker in system, marker
+    others = {"cuda": "@triton.jit", "triton": "torch.cuda._compile_kernel", "cpp": "__global__"}[backend]
+    assert others not in system
+
+
+@pytest.mark.parametrize("backend", ["cuda", "triton", "cpp"])
+def test_repair_prompt_carries_the_failure(backend):
+    failed = CUDA_NVRTC.replace("leaky_relu_f32", "broken_kernel")
+    prompt = render_request(request(backend, repair=1, failed_code=failed,
+                                    feedback="compile error: line 3: expected ';'\nsecond line"))
+    assert prompt.kind == "repair"
+    assert "broken_kernel" in prompt.user
+    assert "> compile error: line 3: expected ';'\n> second line" in prompt.user
+    assert "Repair 1" in prompt.user and backend in prompt.user
+    hint = {"cuda": "NVRTC", "triton": "tl.constexpr", "cpp": "reduction(+:...)"}[backend]
+    assert hint in prompt.user
+    assert "memory-bound at 40% of peak bandwidth" in prompt.user
+
+
+def test_first_step_without_best_code_or_strategies():
+    prompt = render_request(request("cuda", best_code=None, best_verdict=None, strategies=(), notes=(),
+                                    direction=None, direction_reason=""))
+    assert "No candidate has been accepted yet" in prompt.user
+    assert "None retrieved" in prompt.user and "No direction chosen" in prompt.user
+
+
+def test_variants_ask_for_a_different_approach():
+    assert "different approach" not in render_request(request("cuda")).user
+    assert "candidate 2 of this step" in render_request(request("cuda", variant=1)).user
+
+
+def test_templates_are_packaged():
+    names = template_names()
+    for expected in ("system.md", "repair.md", "ask_again.md", *(f"generate_{b}.md" for b in ("cuda", "triton", "cpp")),
+                     *(f"format_{b}.md" for b in ("cuda", "triton", "cpp"))):
+        assert expected in names
+
+
+def test_render_is_strict_and_leaves_code_braces_alone():
+    assert render("a {x} { return y; } {{z}}", {"x": 1, "z": 2}) == "a 1 { return y; } {2}"
+    with pytest.raises(PromptError, match="needs missing"):
+        render("{missing}", {})
+
+
+def test_unknown_backend_is_an_error():
+    with pytest.raises(PromptError, match="no prompts for backend 'hip'"):
+        render_request(request("hip"))
+
+
+def test_prompts_dir_overrides_single_files(tmp_path):
+    (tmp_path / "generate_cuda.md").write_text("CUSTOM {task_name} via {direction}")
+    prompt = render_request(request("cuda"), prompts_dir=tmp_path)
+    assert prompt.user.startswith("CUSTOM elementwise_leaky_relu via **memory access**")
+    assert "class ModelNew" in prompt.system  # system.md still from the package
+
+
+def test_ask_again_names_the_problem_and_the_backend():
+    text = render_ask_again("wrong backend: the code is a triton candidate", "cuda")
+    assert "wrong backend: the code is a triton candidate." in text and "__global__" in text
+
+
+def test_verdict_summary():
+    assert summarize_verdict(VERDICT).startswith("status accepted; 1.23x vs eager PyTorch; 0.91x vs torch.compile")
+    assert "flags: roofline_low" in summarize_verdict(VERDICT)
+    assert summarize_verdict(None) == "no verdict recorded"
