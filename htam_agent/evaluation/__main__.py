@@ -27,6 +27,7 @@ from .tasks import TaskError, task_paths
 def _options(args: argparse.Namespace, backend: str) -> EvalOptions:
     return EvalOptions(
         backend=backend, size=args.size, alt_size=None if args.no_alt else "alt", trials=args.trials,
+        tier=args.tier,
         timing=not args.no_timing, baselines=tuple(b for b in args.baselines.split(",") if b),
         compile_timeout_s=args.compile_timeout, run_timeout_s=args.run_timeout, threads=args.threads,
     )
@@ -36,6 +37,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=BACKEND_NAMES, help="default: detected from the candidate source")
     p.add_argument("--size", choices=("default", "small", "alt"), help="default: small on cpp, else default")
     p.add_argument("--trials", type=int, default=5)
+    p.add_argument("--tier", choices=("default", "thorough", "bare"), default="default",
+                   help="checks: default (the agent's), thorough (slower, more trials), bare (no anti-cheat; "
+                        "for measuring their cost)")
     p.add_argument("--no-alt", action="store_true", help="skip the second-shape check")
     p.add_argument("--no-timing", action="store_true")
     p.add_argument("--baselines", default="eager,compile", help="comma list of eager,compile (or empty)")

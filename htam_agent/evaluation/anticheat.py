@@ -5,8 +5,10 @@ Three checks, all behavioural except the first:
 - launches: every kernel entry point (functions of `load_inline` modules, NVRTC kernels from
   `torch.cuda._compile_kernel`, Triton `JITFunction`s) is wrapped and counted; a forward that launches
   none of them is not a kernel;
-- sabotage: one extra forward in which every result our kernels produce is overwritten with NaN. Each
-  output must change; an output that still matches the reference was computed without the kernel;
+- sabotage: extra forwards in which every result our kernels produce is overwritten with NaN, then (the
+  identity sabotage) replaced by a copy of the kernel's own input. Each output must change; an output that
+  still matches the reference was computed without the kernel (a copy kernel's output stays right when it
+  is replaced by its input: it computes nothing);
 - reference ops: the PyTorch profiler lists the ATen ops a forward runs, with their input shapes; a
   candidate running all of the reference's own compute ops on the same shapes is computing it with
   PyTorch, whatever kernels it launches besides.
@@ -39,8 +41,17 @@ class KernelProbe:
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
-        self.sabotage = False
+        self.mode: str | None = None  # None, "nan" (poison results) or "identity" (results := their inputs)
+        self.replaced = 0  # results the identity sabotage replaced
         self.protected: set[int] = set()  # storage pointers never to poison (inputs, parameters)
+
+    @property
+    def sabotage(self) -> bool:
+        return self.mode is not None
+
+    @sabotage.setter
+    def sabotage(self, on: bool) -> None:
+        self.mode = "nan" if on else None
 
     # -- installation (before the candidate is imported) ---------------------------------------------
     def install(self, backend: str) -> None:
@@ -77,9 +88,12 @@ class KernelProbe:
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             probe.calls[label] += 1
+            before = probe.before_launch([*args, *kwargs.values()])
             result = fn(*args, **kwargs)
-            if probe.sabotage:
+            if probe.mode == "nan":
                 probe.poison([result, *args, *kwargs.values()])
+            elif probe.mode == "identity":
+                probe.identity(before, result)
             return result
 
         wrapper.__name__ = getattr(fn, "__name__", label)
@@ -100,9 +114,12 @@ class KernelProbe:
 
             def __call__(self, *args: Any, **kwargs: Any) -> Any:
                 probe.calls[f"nvrtc:{self._name}"] += 1
+                before = probe.before_launch([*args, *kwargs.values()])
                 out = self._kernel(*args, **kwargs)
-                if probe.sabotage:
+                if probe.mode == "nan":
                     probe.poison([*args, *kwargs.values()])
+                elif probe.mode == "identity":
+                    probe.identity(before, None)
                 return out
 
             def __getattr__(self, item: str) -> Any:
@@ -123,9 +140,13 @@ class KernelProbe:
 
         def run(self_fn: Any, *args: Any, **kwargs: Any) -> Any:
             probe.calls[f"triton:{getattr(self_fn, '__name__', 'kernel')}"] += 1
+            warmup = kwargs.get("warmup", False)
+            before = probe.before_launch([*args, *kwargs.values()]) if not warmup else None
             out = original(self_fn, *args, **kwargs)
-            if probe.sabotage and not kwargs.get("warmup", False):
+            if probe.mode == "nan" and not warmup:
                 probe.poison([*args, *kwargs.values()])
+            elif probe.mode == "identity" and before is not None:
+                probe.identity(before, None)
             return out
 
         JITFunction.run = run
@@ -149,9 +170,60 @@ class KernelProbe:
                 with torch.no_grad():
                     v.fill_(float("nan"))
 
+    # -- identity sabotage: each kernel result becomes a copy of one of the kernel's unchanged inputs -----
+    def before_launch(self, values: Iterable[Any]) -> list[tuple[Any, Any]] | None:
+        """In identity mode: every floating tensor argument with a copy of its content before the launch."""
+        if self.mode != "identity":
+            return None
+
+        return [(t, t.detach().clone()) for t in _tensors(values) if t.is_floating_point() and t.numel()]
+
+    def identity(self, before: list[tuple[Any, Any]] | None, result: Any) -> None:
+        """Replace what the launch produced (its returned tensors and the arguments it wrote) with a copy of
+        an argument it left unchanged, of the same dtype and size: the kernel becomes a copy of its input.
+        A kernel that computes something no longer does; a kernel that only copied is not missed."""
+        import torch
+
+        if before is None:
+            return
+        if any(t.is_cuda for t, _ in before):
+            torch.cuda.synchronize()
+        written, unchanged = [], []
+        for t, old in before:
+            (unchanged if _same(t, old) else written).append(t)
+        arg_ptrs = {t.untyped_storage().data_ptr() for t, _ in before}
+        fresh = [r for r in _tensors([result]) if r.is_floating_point() and r.numel()
+                 and r.untyped_storage().data_ptr() not in arg_ptrs]
+        with torch.no_grad():
+            for target in [t for t in written if t.untyped_storage().data_ptr() not in self.protected] + fresh:
+                src = next((u for u in unchanged if u.dtype == target.dtype and u.numel() == target.numel()
+                            and u.untyped_storage().data_ptr() != target.untyped_storage().data_ptr()), None)
+                if src is not None:
+                    target.copy_(src.reshape(target.shape))
+                    self.replaced += 1
+
     @property
     def launches(self) -> int:
         return sum(self.calls.values())
+
+
+def _tensors(values: Iterable[Any]) -> list[Any]:
+    import torch
+
+    out: list[Any] = []
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            out.extend(_tensors(v))
+        elif isinstance(v, torch.Tensor):
+            out.append(v)
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Bitwise equal content, NaN equal to NaN."""
+    import torch
+
+    return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
 
 
 # -- static checks -------------------------------------------------------------------------------------

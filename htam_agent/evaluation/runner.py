@@ -29,6 +29,7 @@ from .verdict import EVALUATOR_VERSION, finalize, new_verdict
 _PKG_PARENT = str(Path(__file__).resolve().parents[2])
 _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION)", re.I)
 _SIGNALS = {int(s): s.name for s in signal.Signals}
+TIERS = ("bare", "default", "thorough")  # the same names as worker.TIERS (the parent never imports the worker)
 
 
 @dataclass
@@ -39,6 +40,10 @@ class EvalOptions:
     size: str | None = None  # None: 'small' on the cpp backend when the task has it, else 'default'
     alt_size: str | None = "alt"  # second shape checked (cheat pattern 12); None to skip
     trials: int = 5
+    # Checks to run: "default" (what the agent uses: every anti-cheat check that catches patterns 1-13 and
+    # most of 14-18), "thorough" (more trials, repeated calls, more re-checked timed outputs), "bare"
+    # (correctness trials and timing only: a baseline to measure the checks' cost, never for the agent).
+    tier: str = "default"
     timing: bool = True
     baselines: tuple[str, ...] = ("eager", "compile")
     timing_plan: dict[str, Any] = field(default_factory=dict)
@@ -52,13 +57,15 @@ class EvalOptions:
     fast_build: bool = True  # content-addressed builds, per-flag PCH, device arch only
 
     def __post_init__(self) -> None:
+        if self.tier not in TIERS:
+            raise ValueError(f"unknown tier {self.tier!r}; choose one of: {', '.join(TIERS)}")
         if self.backend not in BACKEND_NAMES:
             raise ValueError(f"unknown backend {self.backend!r}; choose one of: {', '.join(BACKEND_NAMES)}")
         self.baselines = tuple(self.baselines)
 
     def key_fields(self) -> dict[str, Any]:
         """Fields that decide the verdict (timeouts and paths do not)."""
-        return {"alt_size": self.alt_size, "trials": self.trials, "timing": self.timing,
+        return {"alt_size": self.alt_size, "trials": self.trials, "timing": self.timing, "tier": self.tier,
                 "threads": self.threads if self.backend == "cpp" else None}
 
     def resolve_size(self, task_source: str) -> str:
@@ -252,7 +259,7 @@ class Evaluator:
             "mode": mode, "backend": o.backend, "task_name": cand.name, "task_path": cand.task_path,
             "task_source": cand.task_source, "candidate_source": cand.source,
             "size": o.resolve_size(cand.task_source), "alt_size": o.alt_size, "trials": o.trials,
-            "timing": o.timing, "timing_plan": o.timing_plan, "baselines": list(o.baselines),
+            "tier": o.tier, "timing": o.timing, "timing_plan": o.timing_plan, "baselines": list(o.baselines),
             "threads": o.threads, "device_index": o.device_index, "build_root": self.build_root,
             "fast_build": o.fast_build,
         }

@@ -65,13 +65,18 @@ def time_calls(
     backend: Backend,
     plan: TimingPlan,
     keep: Callable[[int, Any], None] | None = None,
+    before: Callable[[int, int | None], None] | None = None,
 ) -> TimingStats:
     """Time `call(i)` (i = rep index, so the caller can rotate fresh inputs) under the protocol.
 
-    `keep(i, output)` lets the caller retain outputs of timed calls to re-check them afterwards.
+    `keep(i, output)` lets the caller retain outputs of timed calls to re-check them afterwards; it runs
+    right after the end stamp. `before(i, reps)` runs before each call, outside the timed window (before
+    the synchronize and the flush): the caller changes the inputs there (reps is None during warm-up).
     """
     warm, t0 = 0, time.perf_counter()
     while warm < plan.min_warmup or time.perf_counter() - t0 < plan.warmup_s:
+        if before is not None:
+            before(warm, None)
         call(warm)
         backend.synchronize()
         warm += 1
@@ -83,6 +88,8 @@ def time_calls(
     samples: list[float] = []
     host: list[float] = []
     for i in range(reps):
+        if before is not None:
+            before(i, reps)
         backend.synchronize()
         # The flush is queued, not waited for: the start stamp lands when it ends, so host-side launch
         # work overlapping the flush is hidden, as in a model where the GPU is busy; launch overhead
@@ -94,9 +101,9 @@ def time_calls(
         out = call(i)
         timer.stop()  # synchronizes the whole device before the end stamp
         h1 = time.perf_counter_ns()
-        samples.append(timer.elapsed_ms())
-        host.append((h1 - h0) / 1e6)
         if keep is not None:
             keep(i, out)
+        samples.append(timer.elapsed_ms())
+        host.append((h1 - h0) / 1e6)
         del out
     return summarize(samples, host, warm)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-EVALUATOR_VERSION = "0.1.0"
+EVALUATOR_VERSION = "0.2.0"
 SCHEMA_VERSION = 1
 
 # Terminal statuses, roughly in pipeline order.
