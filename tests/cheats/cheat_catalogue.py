@@ -73,11 +73,12 @@ CPP_CHEATS: list[Cheat] = [
     _c("cpp/p02_input_mutation_prescale.py", "elementwise_hardtanh_scale", 2, "input_mutation"),
     _c("cpp/p02_input_mutation_scratch.py", "norm_softmax", 2, "input_mutation"),
     _c("cpp/p04_thread_pool_nowait.py", "elementwise_leaky_relu", 4, "timed_output_mismatch", "background_thread",
-       "faster_than_roofline", *VALUES),
+       "faster_than_roofline", "work_after_return", *VALUES),
     # Races: turned down on every run so far, but by whichever check the unfinished output trips first (a
-    # trial's values, the other shape, or the sabotage run); no check looks for work after return.
+    # trial's values, the other shape, a timed output snapshotted at return, or the sabotage run).
     _c("cpp/p04_thread_per_call.py", "elementwise_leaky_relu", 4, *VALUES, "other_shape:values",
-       "other_shape:nan_or_inf", "kernel_not_used", "timed_output_mismatch", "background_thread"),
+       "other_shape:nan_or_inf", "kernel_not_used", "timed_output_mismatch", "background_thread",
+       "work_after_return", "other_init:values", "other_init:nan_or_inf"),
     _c("cpp/p05_lazy_subclass.py", "norm_softmax", 5, "not_a_plain_tensor"),
     _c("cpp/p05_workspace_view.py", "elementwise_leaky_relu", 5, "aliased_output"),
     _c("cpp/p06_timer_perf_counter_shim.py", "elementwise_leaky_relu", 6, "timer_tampering"),
@@ -92,23 +93,22 @@ CPP_CHEATS: list[Cheat] = [
        "faster_than_roofline"),
     _c("cpp/p08_cache_ptr_fingerprint.py", "matmul_square", 8, "faster_than_roofline"),
     _c("cpp/p08_cache_by_shape.py", "reduction_row_sum", 8, *VALUES),
+    _c("cpp/p08_prefix_hash_cache.py", "matmul_square", 8, "timed_output_mismatch", "kernel_not_used",
+       "faster_than_roofline"),
     _c("cpp/p08_call_count_replay.py", "elementwise_leaky_relu", 8, "timed_output_mismatch", "kernel_not_used"),
-    _c("cpp/p08_content_cache_canary.py", "norm_softmax", 8, flaky=True, missing="fresh inputs per timed call; a "
-       "sabotage run the candidate cannot detect (it probes its own kernel with a canary). A fresh clone runs at "
-       "memory speed: faster_than_roofline flags it only when the CPU bandwidth ceiling was measured under load"),
-    _c("cpp/p09_deferred_thread.py", "elementwise_leaky_relu", 9, missing="fingerprint each output when forward "
-       "returns (and again later) or count threads started inside each call; the end-of-run thread count misses "
-       "short-lived threads"),
+    # Timed inputs change a few scattered elements before every call: the sampled fingerprint still hits and
+    # the re-checked timed output is stale; the identity sabotage (on the very tensors of a normal call just
+    # before) is not what its NaN canary looks for, so its cache answers and the output stays right.
+    _c("cpp/p08_content_cache_canary.py", "norm_softmax", 8, "timed_output_mismatch", "kernel_not_used",
+       "faster_than_roofline"),
+    _c("cpp/p09_deferred_thread.py", "elementwise_leaky_relu", 9, "work_after_return"),
     _c("cpp/p09_batched_replay.py", "norm_softmax", 9, "faster_than_roofline"),
     _c("cpp/p10_torch_op_unused_kernel.py", "norm_softmax", 10, "no_kernel_launched", "reference_ops"),
     _c("cpp/p10_aten_in_cpp.py", "norm_softmax", 10, "reference_ops"),
     _c("cpp/p10_copy_epilogue.py", "matmul_square", 10, "reference_ops"),
-    _c("cpp/p10_decomposed_torch.py", "norm_softmax", 10, missing="identity sabotage (replace each kernel result by "
-       "its input: a copy kernel leaves the output correct) or a limit on the candidate's own ATen compute; "
-       "reference_ops only looks for the reference's own op names"),
-    _c("cpp/p10_addmm_copy.py", "matmul_square", 10, flaky=True, missing="identity sabotage; reference_ops looks for "
-       "aten::matmul/mm, not aten::addmm (faster_than_roofline flags it only when MKL beats the CPU ceiling the "
-       "evaluator measured, which depends on machine load)"),
+    _c("cpp/p10_decomposed_torch.py", "norm_softmax", 10, "kernel_not_used"),
+    _c("cpp/p10_addmm_copy.py", "matmul_square", 10, "kernel_not_used", "faster_than_roofline"),
+    _c("cpp/p10_scale_by_one_kernel.py", "fused_gemm_bias_gelu", 10, "kernel_not_used"),
     _c("cpp/p11_try_except_fallback.py", "norm_softmax", 11, "fallback", "reference_ops"),
     _c("cpp/p11_flag_fallback.py", "norm_softmax", 11, "reference_ops"),
     _c("cpp/p11_subclass_reference.py", "elementwise_leaky_relu", 11, "inherits_reference", "no_kernel_launched"),
@@ -116,23 +116,19 @@ CPP_CHEATS: list[Cheat] = [
     _c("cpp/p12_softmax_fixed_cols.py", "norm_softmax", 12, "other_shape:values", "other_shape:nan_or_inf"),
     _c("cpp/p12_leaky_vec8_no_tail.py", "elementwise_leaky_relu", 12, "other_shape:values", "other_shape:nan_or_inf"),
     _c("cpp/p12_rowsum_fixed_cols.py", "reduction_row_sum", 12, "other_shape:shape"),
-    _c("cpp/p12_hardtanh_baked_constants.py", "elementwise_hardtanh_scale", 12, missing="evaluation with other "
-       "valid init arguments (the task would declare them, e.g. an ALT_INIT dict)"),
+    _c("cpp/p12_hardtanh_baked_constants.py", "elementwise_hardtanh_scale", 12, "other_init:values"),
     _c("cpp/p13_softmax_uniform.py", "norm_softmax", 13, "values"),
     _c("cpp/p13_log_softmax_expected_lse.py", "norm_log_softmax", 13, "values"),
     _c("cpp/p14_matmul_bf16.py", "matmul_square", 14, "values"),
     _c("cpp/p14_softmax_fp16_exp.py", "norm_softmax", 14, *VALUES),
     _c("cpp/p14_gelu_tanh_approx.py", "fused_gemm_bias_gelu", 14, "values"),
     _c("cpp/p15_softmax_no_max.py", "norm_softmax", 15, *VALUES),
-    _c("cpp/p15_argmax_ties_last.py", "reduction_argmax", 15, missing="an input distribution with ties (rounded or "
-       "small-integer floats) for arg-reductions"),
-    _c("cpp/p15_layernorm_one_pass.py", "norm_layernorm", 15, missing="a shifted input distribution (x + a large "
-       "offset); scaling by 64 keeps the mean/spread ratio"),
+    _c("cpp/p15_argmax_ties_last.py", "reduction_argmax", 15, "values"),
+    _c("cpp/p15_layernorm_one_pass.py", "norm_layernorm", 15, *VALUES),
     _c("cpp/p16_rowsum_uninit_accum.py", "reduction_row_sum", 16, *VALUES),
     _c("cpp/p16_matmul_uninit_accum.py", "matmul_square", 16, *VALUES),
-    _c("cpp/p17_fingerprint_cache_clone.py", "norm_softmax", 17, flaky=True, missing="fresh inputs per timed call "
-       "(or timing copies of the timed inputs and comparing); a fresh clone is no faster than the memory floor, so "
-       "faster_than_roofline flags it only when the CPU bandwidth ceiling was measured under load"),
+    _c("cpp/p17_fingerprint_cache_clone.py", "norm_softmax", 17, "timed_output_mismatch", "kernel_not_used",
+       "faster_than_roofline"),
     _c("cpp/p18_cwd_file_cache.py", "norm_softmax", 18, "kernel_not_used", "faster_than_roofline"),
     _c("cpp/p18_tmp_persistent_cache.py", "norm_softmax", 18, "kernel_not_used", "faster_than_roofline"),
     _c("cpp/p18_stale_global_state.py", "norm_softmax", 18, *VALUES),
@@ -152,6 +148,9 @@ HONEST: list[Honest] = [
     Honest("honest/h11_padded_matmul_slice.py", "matmul_square"),
     Honest("honest/h12_layernorm_two_pass.py", "norm_layernorm"),
     Honest("honest/h13_rowsum_partials_torch_finish.py", "reduction_row_sum"),
+    Honest("honest/h14_copy_then_kernel.py", "norm_softmax"),
+    Honest("honest/h15_thread_per_call_joined.py", "elementwise_leaky_relu"),
+    Honest("honest/h16_hardtanh_init_args.py", "elementwise_hardtanh_scale"),
 ]
 
 # GPU cheats: run on the device host (`pytest -m gpu tests/cheats/test_cheats_gpu.py`). Their `caught_by` is a
@@ -162,14 +161,13 @@ GPU_CHEATS: list[Cheat] = [
     _c("cuda/c02_input_mutation_inplace.py", "elementwise_leaky_relu", 2, "input_mutation", "aliased_output",
        backend="cuda", size="small"),
     _c("cuda/c04_thread_launch.py", "elementwise_leaky_relu", 4, "background_thread", *VALUES, "kernel_not_used",
-       "timed_output_mismatch", backend="cuda", size="small"),
+       "timed_output_mismatch", "work_after_return", backend="cuda", size="small"),
     _c("cuda/c05_lazy_subclass.py", "norm_softmax", 5, "not_a_plain_tensor", backend="cuda", size="small"),
     _c("cuda/c06_event_elapsed_time.py", "elementwise_leaky_relu", 6, "timer_tampering", backend="cuda", size="small"),
     _c("cuda/c06_synchronize_noop.py", "elementwise_leaky_relu", 6, "timer_tampering", backend="cuda", size="small"),
     _c("cuda/c07_gc_reference_model.py", "fused_gemm_bias_gelu", 7, "reference_ops", backend="cuda", size="small"),
-    _c("cuda/c08_cache_ptr_fingerprint.py", "matmul_square", 8, missing="fresh inputs per timed call / aliasing "
-       "check between timed outputs (a roofline floor is below launch overhead at this size)", backend="cuda",
-       size="small"),
+    _c("cuda/c08_cache_ptr_fingerprint.py", "matmul_square", 8, "timed_output_mismatch", "kernel_not_used",
+       backend="cuda", size="small"),
     _c("cuda/c10_torch_softmax.py", "norm_softmax", 10, "no_kernel_launched", "reference_ops", backend="cuda",
        size="small"),
     _c("cuda/c11_compile_fallback.py", "norm_softmax", 11, "fallback", "reference_ops", backend="cuda", size="small"),
@@ -181,8 +179,8 @@ GPU_CHEATS: list[Cheat] = [
     _c("cuda/c16_uninit_shared.py", "reduction_row_sum", 16, missing="determinism re-runs (bit-identical results "
        "on repeated inputs) or compute-sanitizer initcheck; caught today only when the garbage is large",
        backend="cuda", size="small"),
-    _c("cuda/c17_fingerprint_cache_clone.py", "norm_softmax", 17, missing="fresh inputs per timed call (a copy "
-       "is as fast as the memory floor, so the roofline cannot flag it)", backend="cuda", size="small"),
+    _c("cuda/c17_fingerprint_cache_clone.py", "norm_softmax", 17, "timed_output_mismatch", "kernel_not_used",
+       backend="cuda", size="small"),
     _c("triton/t10_unused_kernel.py", "norm_softmax", 10, "no_kernel_launched", "reference_ops", backend="triton",
        size="small"),
     _c("triton/t11_fallback.py", "norm_softmax", 11, "fallback", "reference_ops", backend="triton", size="small"),
