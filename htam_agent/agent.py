@@ -91,7 +91,7 @@ def run_optimization(task_path: str | Path, ctx: RunContext | None = None, *, ch
                 return RunResult.from_dict(json.loads((art.root / "result.json").read_text()))
             inp: Any = None
             if snapshot.interrupts:
-                inp = _answer(run_id, snapshot.interrupts[0].value, on_interrupt)
+                inp = Command(resume=_answer(run_id, snapshot.interrupts[0].value, on_interrupt))
         else:
             inp = {"task_path": task_path, "run_id": run_id, "task_name": task_name}
         while True:
