@@ -48,6 +48,8 @@ def bench_command(
     backend: Annotated[str | None, typer.Option(help="cuda | triton | cpp (HTAM_BACKEND)")] = None,
     size: Annotated[str | None, typer.Option(help="default | small | alt (default: the evaluator's choice)")] = None,
     max_repairs: Annotated[int | None, typer.Option(help="most repairs per candidate the budget split may use")] = None,
+    baselines: Annotated[str, typer.Option(help="comma list of eager,compile to time against (fast_p needs them)")]
+        = "eager,compile",
     out: Annotated[Path | None, typer.Option(help="bench folder (results.jsonl, memory/, runs/, report/); "
                                                   "default htam-bench/<suite>-<backend>-<coder>")] = None,
     workers: Annotated[int | None, typer.Option(help="parallel runs on this host (default: one per GPU; 1 for cpp)")]
@@ -90,11 +92,15 @@ def bench_command(
         raise _fail(f"--seeds {seeds!r}: expected a comma list of integers, e.g. 0,1,2") from None
     if not seed_list:
         raise _fail("--seeds: at least one seed")
+    bad = [b for b in baselines.split(",") if b.strip() and b.strip() not in ("eager", "compile")]
+    if bad:
+        raise _fail(f"--baselines: unknown baseline(s) {', '.join(bad)}; use eager, compile or both")
     if workers is not None and workers < 1:
         raise _fail("--workers must be at least 1")
     try:
         base = RunContext.from_env(model=model, base_url=base_url, coder=coder, backend=backend, size=size,
-                                   max_repairs=max_repairs, chroma_url=chroma_url)
+                                   max_repairs=max_repairs, chroma_url=chroma_url,
+                                   baselines=tuple(b.strip() for b in baselines.split(",") if b.strip()))
         tasks = resolve_suite(suite, levels, task_filter, limit)
     except (ConfigError, SuiteError) as exc:
         raise _fail(str(exc)) from exc
@@ -129,7 +135,8 @@ def bench_command(
 
     if not report_only:
         todo = sum(u.key not in done for u in units)
-        typer.echo(f"bench: {len(units)} runs ({len(units) - todo} done already), {base.describe()}, "
+        who = f"LLM {base.model}" if base.coder_kind == "llm" else "exemplar coder (no LLM)"
+        typer.echo(f"bench: {len(units)} runs ({len(units) - todo} done already), {who}, backend {base.backend}, "
                    f"budget {budget} evaluations per task, folder {config.bench_dir}", err=True)
         try:
             if ray:

@@ -221,21 +221,26 @@ class _Progress:
     def start(self, unit: Unit) -> None:
         if self.enabled:
             with self._lock:
-                self.bar.update(self.task_id, description=f"{unit.task.id} [{unit.lane}]")
+                from rich.markup import escape
+
+                self.bar.update(self.task_id, description=escape(f"{unit.task.id} [{unit.lane}]"))
 
     def done(self, rec: dict[str, Any]) -> None:
         if not self.enabled:
             return
+        from rich.markup import escape
+
+        where = escape(f"{rec['task']} [{rec['lane']}]")
         with self._lock:
             if rec["status"] == "error":
-                line = f"[red]error[/] {rec['task']} [{rec['lane']}]: {rec['error'].splitlines()[0][:160]}"
+                line = f"[red]error[/] {where}: {escape(rec['error'].splitlines()[0][:160])}"
             elif rec["correct"]:
                 s = rec.get("speedup_vs_eager")
-                line = (f"[green]ok[/] {rec['task']} [{rec['lane']}]: "
-                        f"{'untimed' if s is None else f'{s:.2f}x eager'}, {rec['evaluations']} eval(s)")
+                line = (f"[green]ok[/] {where}: {'untimed' if s is None else f'{s:.2f}x eager'}, "
+                        f"{rec['evaluations']} eval(s)")
             else:
-                line = f"[yellow]no correct kernel[/] {rec['task']} [{rec['lane']}] ({rec['evaluations']} eval(s))"
-            self.bar.console.print(line, highlight=False)
+                line = f"[yellow]no correct kernel[/] {where} ({rec['evaluations']} eval(s))"
+            self.bar.console.print(line, highlight=False, soft_wrap=True)
             self.bar.advance(self.task_id)
 
 

@@ -79,3 +79,31 @@ def logging_run_fn(log_path: str, sleep_s: float = 0.0, fail_tasks: tuple[str, .
         return res
 
     return run
+
+
+class BundledCoder:
+    """A coder for the real agent that proposes the task's bundled honest cpp candidate (no LLM)."""
+
+    name = "bundled"
+    uses_llm = False
+
+    def __init__(self) -> None:
+        self.requests = []
+
+    def propose(self, request):
+        from htam_agent.coder.base import CodeProposal
+        from htam_agent.tasks import candidate_files
+
+        self.requests.append(request)
+        files = candidate_files(request.task_name, "cpp")
+        code = files[-1].read_text() if files else None
+        return CodeProposal(code=code, coder=self.name, uses_llm=False, prompt=f"step {request.step}",
+                            strategy_ids=[s.id for s in request.strategies],
+                            error="" if code else f"no bundled cpp candidate for {request.task_name}")
+
+
+def agent_with_bundled_coder(task_path: str, ctx: RunContext, *, run_id: str | None = None) -> RunResult:
+    """The real agent (graph, evaluator, memory, artifacts) with BundledCoder writing the code."""
+    from htam_agent.agent import run_optimization
+
+    return run_optimization(task_path, ctx, run_id=run_id, coder=BundledCoder())

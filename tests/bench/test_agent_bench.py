@@ -1,0 +1,74 @@
+"""The bench driving the real agent (LangGraph graph, evaluator, HTAM memory, artifacts) on the cpp backend."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from bench_helpers import agent_with_bundled_coder
+from typer.testing import CliRunner
+
+from htam_agent import resources
+from htam_agent.bench.cli import app
+from htam_agent.bench.runner import BenchConfig, run_bench
+from htam_agent.context import RunContext
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, build_root: str) -> Path:
+    monkeypatch.setenv("HTAM_BUILD_DIR", build_root)
+    monkeypatch.setenv("HTAM_VERDICT_DIR", str(tmp_path / "verdicts"))
+    monkeypatch.setenv("HTAM_MEMORY_DIR", str(tmp_path / "user-memory"))  # must stay untouched
+    for var in ("HTAM_MODEL", "HTAM_BASE_URL", "OPENAI_BASE_URL", "HTAM_CODER", "HTAM_BACKEND", "HTAM_STEPS"):
+        monkeypatch.delenv(var, raising=False)
+    resources.clear_cache()
+    yield tmp_path
+    resources.clear_cache()
+
+
+def _events(memory_dir: str) -> list:
+    from htam_agent.memory.htam import HTAMemory
+
+    with HTAMemory.open(memory_dir) as mem:
+        return [e for _, e in mem.transitions.events()]
+
+
+def test_bench_runs_the_agent_with_one_memory_per_lane(env: Path) -> None:
+    base = RunContext.from_env(backend="cpp", size="small", baselines=("eager",))
+    cfg = BenchConfig(suite="bundled", bench_dir=str(env / "bench"), methods=["htam", "refine"], budget=2,
+                      base=base, task_filter="norm_softmax,reduction_row_sum")
+    out = run_bench(cfg, agent_with_bundled_coder, progress=False)
+    assert (out.ran, out.errors) == (4, 0), [r["error"] for r in out.records]
+    for rec in out.records:
+        assert rec["correct"] and rec["speedup_vs_eager"] > 0, rec
+        assert 1 <= rec["evaluations"] <= rec["max_evaluations"] == 2
+        assert rec["result"]["run_id"] == rec["run_id"]
+        assert "class ModelNew" in Path(rec["best_code_path"]).read_text()
+        assert Path(rec["artifact_dir"]).parent == env / "bench" / "runs" / rec["lane"]
+        assert json.loads((Path(rec["artifact_dir"]) / "result.json").read_text())["correct"]
+    # the htam lane learned from both tasks, in its own folder; refine (memory none) learned nothing
+    htam_events = _events(str(env / "bench" / "memory" / "htam-s0"))
+    assert {e.run_id for e in htam_events} == {r["run_id"] for r in out.records if r["method"] == "htam"}
+    assert not (env / "bench" / "memory" / "refine-s0" / "transitions.sqlite3").exists() or not _events(
+        str(env / "bench" / "memory" / "refine-s0"))
+    assert not (env / "user-memory").exists()
+
+
+def test_cli_bench_with_the_offline_exemplar_coder(env: Path) -> None:
+    try:
+        from htam_agent.coder.exemplar import ExemplarCoder  # noqa: F401
+    except ImportError as exc:
+        pytest.skip(f"the exemplar coder is not importable yet: {exc}")
+    res = CliRunner().invoke(app, ["bundled", "--methods", "htam,one-shot", "--budget", "2", "--backend", "cpp",
+                                   "--size", "small", "--baselines", "eager", "--coder", "exemplar",
+                                   "--filter", "elementwise_leaky_relu", "--out", str(env / "b")])
+    assert res.exit_code == 0, res.output
+    recs = [json.loads(line) for line in (env / "b" / "results.jsonl").read_text().splitlines()]
+    assert {r["method"] for r in recs} == {"htam", "one-shot"} and all(r["status"] == "done" for r in recs)
+    assert all(r["coder"] == "exemplar" and r["result"]["uses_llm"] is False for r in recs)
+    assert next(r for r in recs if r["method"] == "one-shot")["evaluations"] == 1
+    assert any(r["correct"] for r in recs)
+    assert (env / "b" / "report" / "report.html").is_file()
