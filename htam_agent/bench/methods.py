@@ -40,7 +40,8 @@ class Method:
             raise MethodError(f"budget must be at least 1 evaluation per task (got {budget})")
         ctx = self.configure(base, budget)
         tags = tuple(t for t in base.tags if not t.startswith("method:")) + ("bench", f"method:{self.name}")
-        return ctx.with_(tags=tags)
+        # a bench run never waits for a person (an interactive run would stop at its first review)
+        return ctx.with_(tags=tags, interactive=False)
 
 
 def split_budget(budget: int, max_repairs: int) -> tuple[int, int]:

@@ -40,6 +40,7 @@ def test_method_switches():
     assert not ctx["htam-no-strategies"].use_strategies and ctx["htam-no-strategies"].use_transitions
     assert not ctx["htam-no-transitions"].use_transitions and ctx["htam-no-transitions"].use_strategies
     assert "method:htam" in ctx["htam"].tags and ctx["htam"].backend == "cpp"
+    assert not METHODS["htam"].context(base.with_(interactive=True), 6).interactive
 
 
 def test_get_methods_errors_and_order():

@@ -135,3 +135,24 @@ def test_lanes_have_their_own_memory_and_artifacts(tmp_path):
     assert [u.lane for u in units[:4]] == ["htam-s0", "htam-s1", "flat-memory-s0", "flat-memory-s1"]
     assert len({u.ctx.memory_dir for u in units}) == 4 and len({u.key for u in units}) == 8
     assert all(u.ctx.seed == u.seed and u.ctx.runs_dir.endswith(u.lane) for u in units)
+
+
+def test_parallel_workers_one_per_gpu(tmp_path):
+    """Two workers on a 'cuda' bench: each run gets its worker's device index; every record lands once."""
+    import threading
+
+    seen: list[tuple[int, str]] = []
+    lock = threading.Lock()
+    inner = logging_run_fn(str(tmp_path / "log"), sleep_s=0.05)
+
+    def run(task_path, ctx, *, run_id=None):
+        with lock:
+            seen.append((ctx.device_index, threading.current_thread().name))
+        return inner(task_path, ctx, run_id=run_id)
+
+    cfg = BenchConfig(suite="bundled", bench_dir=str(tmp_path / "b"), methods=["htam", "refine", "best-of-n"],
+                      budget=2, base=RunContext(backend="cuda"), limit=6, workers=2)
+    out = run_bench(cfg, run, progress=False)
+    assert out.ran == 18 and len(out.records) == 18 and len(list(RecordStore(tmp_path / "b"))) == 18
+    assert {d for d, _ in seen} == {0, 1}
+    assert all(int(name.rsplit("-", 1)[1]) == d for d, name in seen)  # a worker keeps its GPU
