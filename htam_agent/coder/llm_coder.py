@@ -84,7 +84,13 @@ class LLMCoder:
     # --------------------------------------------------------------------------------------------------
     def config_for(self, request: CodeRequest, run_name: str, ask: int,
                    counter: UsageCounter) -> dict[str, Any]:
-        """LangChain config of one call: run name, tags, metadata, callbacks."""
+        """LangChain config of one call: run name, tags, metadata, callbacks.
+
+        Merged into the config of the runnable we are called from (a LangGraph node), so the call is
+        traced as that run's child and keeps its callbacks, tags and metadata.
+        """
+        from langchain_core.runnables.config import ensure_config, merge_configs
+
         tags = list(dict.fromkeys(["htam", request.backend, *self.tags]))
         metadata = {
             "task": request.task_name, "backend": request.backend, "step": request.step,
@@ -92,8 +98,8 @@ class LLMCoder:
             "repair": request.repair, "variant": request.variant, "ask": ask,
             "strategies": [s.id for s in request.strategies],
         }
-        return {"run_name": run_name, "tags": tags, "metadata": metadata,
-                "callbacks": [counter, *self.callbacks]}
+        own = {"run_name": run_name, "tags": tags, "metadata": metadata, "callbacks": [counter, *self.callbacks]}
+        return dict(merge_configs(ensure_config(), own))
 
     def propose(self, request: CodeRequest) -> CodeProposal:
         from langchain_core.messages import AIMessage, HumanMessage

@@ -41,10 +41,14 @@ def test_llm_call_is_traced_with_name_tags_and_metadata(openai_server, zstd):
     assert not recorder.errors, recorder.errors
     ingest = [r for r in requests if r.path.endswith("/runs/multipart")]
     assert ingest, [(r.method, r.path) for r in requests]
-    assert all(r.encoding == ("zstd" if zstd else "") for r in ingest)
+    encodings = [r.encoding for r in ingest]
+    if zstd:  # runs queued before the client has read /info may still go uncompressed
+        assert "zstd" in encodings, encodings
+    else:
+        assert set(encodings) == {""}, encodings
     generate = sorted((r for r in runs if r.get("name") == "generate"),
                       key=lambda r: r["extra"]["metadata"]["ask"])
-    assert len(generate) == 2
+    assert len(generate) == 2, (requests, runs)
     for ask, run in enumerate(generate):
         assert run["run_type"] == "llm"
         assert sorted(run["tags"]) == ["cuda", "htam", "probe"]  # the client may reorder them

@@ -249,7 +249,7 @@ def test_run_config_carries_name_tags_and_metadata(openai_server, llm_ctx):
     coder.propose(request(step=4, repair=0))
     assert [r.name for r in recorder.runs] == ["generate", "generate"]
     run = recorder.runs[1]
-    assert run.tags == ["htam", "cuda", "nightly"]
+    assert sorted(run.tags) == ["cuda", "htam", "nightly"]
     meta = run.extra["metadata"]
     assert {k: meta[k] for k in ("task", "backend", "step", "direction", "model", "ask")} == {
         "task": "elementwise_leaky_relu", "backend": "cuda", "step": 4, "direction": "memory_access",
@@ -257,3 +257,34 @@ def test_run_config_carries_name_tags_and_metadata(openai_server, llm_ctx):
     openai_server.push(reply_with(CUDA_NVRTC))
     coder.propose(request(repair=1, failed_code=CUDA_NVRTC, feedback="incorrect"))
     assert recorder.runs[-1].name == "repair"
+
+
+def test_inside_a_parent_runnable_the_calls_are_its_children(openai_server, llm_ctx):
+    """Called from a LangGraph node (any runnable), the LLM runs nest under it and keep its callbacks."""
+    from langchain_core.runnables import RunnableLambda
+    from langchain_core.tracers.base import BaseTracer
+
+    class Recorder(BaseTracer):
+        def __init__(self):
+            super().__init__()
+            self.finished = []
+
+        def _persist_run(self, run):
+            pass
+
+        def _end_trace(self, run):
+            self.finished.append(run)
+            super()._end_trace(run)
+
+    recorder = Recorder()
+    openai_server.push(reply_with(CUDA_NVRTC))
+    coder = LLMCoder.from_context(llm_ctx, retry=RetryPolicy(retries=0))
+    node = RunnableLambda(lambda req: coder.propose(req).code, name="generate_node")
+    code = node.invoke(request(), config={"callbacks": [recorder], "tags": ["graph"],
+                                          "metadata": {"thread_id": "t1"}})
+    assert code == CUDA_NVRTC
+    parent = next(r for r in recorder.finished if r.name == "generate_node")
+    (child,) = [r for r in recorder.finished if r.run_type == "llm"]
+    assert child.parent_run_id == parent.id and child.trace_id == parent.trace_id
+    assert child.name == "generate" and {"htam", "cuda", "graph"} <= set(child.tags)
+    assert child.extra["metadata"]["thread_id"] == "t1" and child.extra["metadata"]["task"] == "elementwise_leaky_relu"
