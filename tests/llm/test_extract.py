@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from samples import CPP, CUDA_INLINE, CUDA_NVRTC, TRITON, fenced, reply_with
+from llm_samples import CPP, CUDA_INLINE, CUDA_NVRTC, TRITON, fenced, reply_with
 
 from htam_agent.coder.extract import extract_code, fenced_blocks, strip_reasoning
 

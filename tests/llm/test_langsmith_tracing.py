@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from samples import CUDA_NVRTC, reply_with
+from llm_samples import CUDA_NVRTC, reply_with
 from support.langsmith_server import LangSmithRecorder
 
 PROBE = Path(__file__).resolve().parents[1] / "support" / "trace_probe.py"

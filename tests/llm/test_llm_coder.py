@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from samples import CUDA_NVRTC, TASK, TRITON, fenced, reply_with
+from llm_samples import CUDA_NVRTC, TASK, TRITON, fenced, reply_with
 
 from htam_agent.coder.base import Coder, CodeRequest, StrategyBrief
 from htam_agent.coder.llm_coder import LLMCoder

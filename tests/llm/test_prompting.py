@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from samples import CUDA_NVRTC, TASK
+from llm_samples import CUDA_NVRTC, TASK
 
 from htam_agent.coder.base import CodeRequest, StrategyBrief
 from htam_agent.coder.prompting import (
