@@ -20,3 +20,6 @@ def agent_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, build_root: str) 
     resources.clear_cache()
     yield tmp_path
     resources.clear_cache()
+
+
+from support.fixtures import *  # noqa: E402,F401,F403  (scripted OpenAI server, LangSmith recorder)
