@@ -47,6 +47,15 @@ def _mount_optimize() -> None:
 _mount_optimize()
 
 
+def _mount_bench() -> None:
+    from htam_agent.bench.cli import bench_command
+
+    app.command("bench")(bench_command)  # a single command: `htam bench SUITE` (add_typer would nest it)
+
+
+_mount_bench()
+
+
 @app.command("eval")
 def eval_cmd(
     task: Annotated[Path, typer.Argument(help="KernelBench-format task file (Model, get_inputs, get_init_inputs)")],
