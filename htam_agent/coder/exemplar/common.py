@@ -47,7 +47,7 @@ def variant_id(knobs: Mapping[str, Any]) -> str:
         v = knobs[k]
         v = {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v
         parts.append(f"{k}{v}")
-    return "-".join(parts).replace("_", "")
+    return re.sub(r"[^A-Za-z0-9.-]", "", "-".join(parts))
 
 
 def apply_move(knobs: Knobs, move: Mapping[str, Any], space: Mapping[str, tuple[Any, ...]]) -> Knobs | None:

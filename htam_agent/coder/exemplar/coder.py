@@ -1,0 +1,102 @@
+"""ExemplarCoder: the `Coder` a user without an LLM gets; HTAM's directions and strategies still steer it.
+
+Start from the knobs in the request's best code (read back from its header, when this coder wrote it), else
+the family's default; on a repair, the family's safest knobs; otherwise apply the first retrieved strategy
+that changes a knob on this backend (`variant` > 0 skips to the next applicable ones), then the chosen
+direction's own move when no strategy applies. Same request, same code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from ..base import CodeProposal, CodeRequest, UnsupportedTask
+from .common import Knobs, apply_move, parse_header, sanitize, variant_id
+from .families import family_module
+from .patterns import recognize
+from .spec import Pattern
+
+BACKENDS = ("cuda", "triton", "cpp")
+
+
+@lru_cache(maxsize=64)
+def _recognize(task_source: str, task_name: str) -> Pattern:
+    return recognize(task_source, task_name)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the coder decided for a request: the knobs, and which strategy/direction moved them."""
+
+    pattern: Pattern
+    backend: str
+    start: Knobs
+    knobs: Knobs
+    strategy_ids: tuple[str, ...]
+    note: str
+
+
+def plan(request: CodeRequest) -> Plan:
+    """Decide the knobs for a request (no code yet); raises UnsupportedTask for tasks out of reach."""
+    if request.backend not in BACKENDS:
+        raise UnsupportedTask(f"exemplar coder: unknown backend {request.backend!r}; use one of {', '.join(BACKENDS)}")
+    pattern = _recognize(request.task_source, request.task_name)
+    fam = family_module(pattern.family)
+    sp = fam.space(pattern, request.backend)
+    base = fam.default(pattern, request.backend)
+    if request.repair > 0:
+        safe = fam.safe(pattern, request.backend)
+        return Plan(pattern, request.backend, safe, safe, (),
+                    f"repair {request.repair}: the family's safest variant ({variant_id(safe)})")
+    start, origin = base, "the family's default"
+    parsed = parse_header(request.best_code)
+    if parsed and parsed[0] == pattern.family and parsed[1] == request.backend:
+        start, origin = sanitize(parsed[2], sp, base), "the best code's knobs"
+    moves = fam.moves(request.backend)
+    applicable: list[tuple[str, Knobs]] = []
+    for s in request.strategies:
+        if s.id.startswith("bc_"):  # boundary/correctness strategies: the safest variant
+            safe = fam.safe(pattern, request.backend)
+            if safe != start:
+                applicable.append((s.id, safe))
+            continue
+        if s.id in moves:
+            new = apply_move(start, moves[s.id], sp)
+            if new is not None:
+                applicable.append((s.id, new))
+    if applicable:
+        sid, knobs = applicable[request.variant % len(applicable)]
+        return Plan(pattern, request.backend, start, knobs, (sid,),
+                    f"from {origin}, applied strategy {sid}")
+    move = fam.DIRECTION_MOVES.get(request.direction or "", {})
+    new = apply_move(start, move, sp) if move else None
+    if new is not None:
+        return Plan(pattern, request.backend, start, new, (),
+                    f"from {origin}, no retrieved strategy applies here; direction {request.direction}'s own move")
+    return Plan(pattern, request.backend, start, start, (), f"{origin}, unchanged: no strategy or direction move applies")
+
+
+class ExemplarCoder:
+    """Writes candidates from templates; no LLM, no network, deterministic."""
+
+    name = "exemplar"
+    uses_llm = False
+
+    def propose(self, request: CodeRequest) -> CodeProposal:
+        p = plan(request)
+        fam = family_module(p.pattern.family)
+        code = fam.render(p.pattern, p.backend, p.knobs)
+        prompt = (f"exemplar: task {request.task_name} ({p.pattern.description}), family {p.pattern.family}, "
+                  f"backend {p.backend}, direction {request.direction or '-'}, strategies "
+                  f"{[s.id for s in request.strategies]}")
+        reply = f"{p.note}; knobs {p.start} -> {p.knobs} (variant {variant_id(p.knobs)})"
+        return CodeProposal(code=code, coder=self.name, uses_llm=False, prompt=prompt, reply=reply,
+                            strategy_ids=list(p.strategy_ids))
+
+
+def describe(task_source: str, task_name: str = "task") -> dict[str, Any]:
+    """The recognised pattern as plain data (for the CLI and tests)."""
+    pat = _recognize(task_source, task_name)
+    return {"family": pat.family, "op_class": pat.op_class, "description": pat.description}
