@@ -66,6 +66,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "strategies_k": ("HTAM_STRATEGIES_K", int),
     "memory_dir": ("HTAM_MEMORY_DIR", str),
     "chroma_url": ("HTAM_CHROMA_URL", str),
+    "memory_namespace": ("HTAM_MEMORY_NAMESPACE", str),
     "runs_dir": ("HTAM_RUNS_DIR", str),
     "compile_timeout_s": ("HTAM_COMPILE_TIMEOUT", float),
     "run_timeout_s": ("HTAM_RUN_TIMEOUT", float),
@@ -123,6 +124,8 @@ class RunContext:
     # --- places (HTAM_MEMORY_DIR, HTAM_CHROMA_URL, HTAM_RUNS_DIR) --------------------------------------
     memory_dir: str | None = None     # None: the memory's per-user default
     chroma_url: str | None = None
+    #: prefix of the Chroma collections: separates memories that share one Chroma server (bench methods)
+    memory_namespace: str | None = None
     runs_dir: str | None = None       # None: default_runs_dir()
 
     seed: int = 0

@@ -55,11 +55,17 @@ def memory_for(ctx: RunContext) -> HTAMemory | None:
         return inj
 
     def build() -> HTAMemory:
+        from dataclasses import replace
+
+        from htam_agent.memory.config import MemoryConfig
         from htam_agent.memory.htam import HTAMemory
 
-        return HTAMemory.open(ctx.memory_dir, ctx.chroma_url)
+        config = MemoryConfig.from_env(ctx.memory_dir, ctx.chroma_url)
+        if ctx.memory_namespace:
+            config = replace(config, collection_prefix=ctx.memory_namespace)
+        return HTAMemory(config)
 
-    return _cached(("memory", ctx.memory_dir, ctx.chroma_url), build)
+    return _cached(("memory", ctx.memory_dir, ctx.chroma_url, ctx.memory_namespace), build)
 
 
 def evaluation_mode(ctx: RunContext) -> str:

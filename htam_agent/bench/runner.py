@@ -121,8 +121,10 @@ def plan(config: BenchConfig, tasks: list[BenchTask] | None = None) -> list[Unit
         for method in methods:
             for seed in config.seeds:
                 lane = f"{method.name}-s{seed}"
+                # each lane learns alone: its own folder, and its own collections on a shared Chroma server
                 ctx = method.context(config.base, config.budget).with_(
-                    seed=seed, memory_dir=str(root / "memory" / lane), runs_dir=str(root / "runs" / lane))
+                    seed=seed, memory_dir=str(root / "memory" / lane), runs_dir=str(root / "runs" / lane),
+                    memory_namespace=_slug(f"htam_{root.name}_{lane}")[:60])
                 run_id = _slug(f"{task.id}--{lane}-b{config.budget}")
                 units.append(Unit(task, method, seed, config.budget, ctx, run_id))
     return units
