@@ -1,0 +1,116 @@
+"""ExemplarCoder: the Coder protocol, strategies that change the code, best-code knobs, repairs, determinism."""
+
+from __future__ import annotations
+
+import pytest
+from exemplar_helpers import task_source
+
+from htam_agent.coder.base import Coder, CodeRequest, StrategyBrief, UnsupportedTask
+from htam_agent.coder.exemplar import ExemplarCoder
+from htam_agent.coder.exemplar.common import parse_header
+
+
+def _req(stem: str, backend: str = "cuda", strategies: tuple[str, ...] = (), **kw) -> CodeRequest:
+    return CodeRequest(task_name=stem, task_source=task_source(stem), backend=backend,
+                       strategies=tuple(StrategyBrief(id=s, title=s) for s in strategies), **kw)
+
+
+def _knobs(code: str) -> dict:
+    parsed = parse_header(code)
+    assert parsed is not None, "no exemplar header"
+    return parsed[2]
+
+
+def test_implements_the_coder_protocol():
+    coder = ExemplarCoder()
+    assert isinstance(coder, Coder)
+    assert coder.name == "exemplar" and coder.uses_llm is False
+
+
+@pytest.mark.parametrize("backend", ["cuda", "triton", "cpp"])
+def test_proposal_fields_and_notice(backend: str):
+    p = ExemplarCoder().propose(_req("elementwise_swish", backend))
+    assert p.code and "class ModelNew(nn.Module)" in p.code
+    assert p.coder == "exemplar" and p.uses_llm is False and p.llm_calls == 0 and p.error == ""
+    assert "no LLM was used" in p.code.splitlines()[1]
+    assert parse_header(p.code)[:2] == ("elementwise", backend)
+
+
+def test_strategy_changes_the_candidate_and_is_reported():
+    coder = ExemplarCoder()
+    plain = coder.propose(_req("elementwise_swish"))
+    vec = coder.propose(_req("elementwise_swish", strategies=("ma_vectorized_loads",)))
+    assert vec.strategy_ids == ["ma_vectorized_loads"] and plain.strategy_ids == []
+    assert _knobs(plain.code)["vec"] == 1 and _knobs(vec.code)["vec"] == 4
+    assert "float4" in vec.code and "float4" not in plain.code
+
+
+@pytest.mark.parametrize("stem,backend,strategy,knob,value", [
+    ("norm_softmax", "cuda", "fr_online_softmax", "passes", "online"),
+    ("norm_softmax", "cuda", "pm_warp_per_row", "mapping", "warp"),
+    ("norm_layernorm", "triton", "fr_welford_norm", "passes", "online"),
+    ("norm_layernorm", "triton", "ma_avoid_redundant_loads", "cache", True),
+    ("fused_gemm_bias_gelu", "cpp", "fr_epilogue_fusion", "bias", "epilogue"),
+    ("matmul_square", "cuda", "dr_register_blocking", "tile", "64x64x16t4"),
+    ("matmul_square", "triton", "dr_double_buffering", "stages", 3),
+])
+def test_each_family_has_strategy_moves(stem, backend, strategy, knob, value):
+    coder = ExemplarCoder()
+    base = coder.propose(_req(stem, backend))
+    moved = coder.propose(_req(stem, backend, (strategy,)))
+    assert moved.strategy_ids == [strategy]
+    assert _knobs(moved.code)[knob] == value != _knobs(base.code)[knob]
+    assert moved.code != base.code
+
+
+def test_epilogue_fusion_moves_the_bias_into_the_kernel():
+    coder = ExemplarCoder()
+    gemm = coder.propose(_req("fused_gemm_bias_gelu", "cpp"))
+    fused = coder.propose(_req("fused_gemm_bias_gelu", "cpp", ("fr_epilogue_fusion",)))
+    assert "F.linear(x, self.linear.weight, self.linear.bias)" in gemm.code
+    assert "F.linear(x, self.linear.weight, None)" in fused.code and "self.linear.bias]" in fused.code
+
+
+def test_starts_from_the_best_codes_knobs():
+    coder = ExemplarCoder()
+    best = coder.propose(_req("norm_softmax", strategies=("ma_vectorized_loads",))).code
+    nxt = coder.propose(_req("norm_softmax", strategies=("fr_online_softmax",), best_code=best))
+    k = _knobs(nxt.code)
+    assert k["vec"] == 4 and k["passes"] == "online", "the best code's vec=4 was lost or the move not applied"
+
+
+def test_first_applicable_strategy_wins_and_variant_picks_the_next():
+    coder = ExemplarCoder()
+    strategies = ("dr_smem_tiling_gemm", "ma_vectorized_loads", "fr_online_softmax", "oc_block_size")
+    first = coder.propose(_req("norm_softmax", "cuda", strategies))  # dr_smem_tiling_gemm does not apply
+    assert first.strategy_ids == ["ma_vectorized_loads"]
+    second = coder.propose(_req("norm_softmax", "cuda", strategies, variant=1))
+    assert second.strategy_ids == ["fr_online_softmax"]
+
+
+def test_direction_move_when_no_strategy_applies():
+    p = ExemplarCoder().propose(_req("elementwise_swish", "cuda", ("dr_conv_implicit_gemm",),
+                                     direction="parallel_mapping"))
+    assert p.strategy_ids == [] and _knobs(p.code)["grid"] == "stride"
+
+
+def test_repair_falls_back_to_the_safest_variant():
+    coder = ExemplarCoder()
+    fancy = coder.propose(_req("norm_softmax", "cuda", ("fr_online_softmax",))).code
+    fixed = coder.propose(_req("norm_softmax", "cuda", ("fr_online_softmax",), repair=1, failed_code=fancy,
+                               feedback="incorrect"))
+    assert fixed.strategy_ids == [] and _knobs(fixed.code)["passes"] == "two_pass"
+    assert _knobs(fixed.code)["vec"] == 1
+
+
+def test_deterministic():
+    coder = ExemplarCoder()
+    req = _req("fused_conv2d_bias_relu", "triton", ("oc_block_size", "ma_streaming_stores"), direction="memory_access")
+    assert coder.propose(req).code == ExemplarCoder().propose(req).code
+
+
+def test_unsupported_task_raises():
+    with pytest.raises(UnsupportedTask, match="OPENAI_API_KEY"):
+        ExemplarCoder().propose(_req("attention_sdpa"))
+    with pytest.raises(UnsupportedTask, match="unknown backend"):
+        ExemplarCoder().propose(_req("norm_softmax", "metal"))

@@ -1,0 +1,63 @@
+"""The candidate space: finite, deterministic, well-formed files, and `write` output the evaluator's batch reads."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+from pathlib import Path
+
+import pytest
+from exemplar_helpers import BACKENDS, COVERED, task_source
+from typer.testing import CliRunner
+
+from htam_agent.coder.exemplar import enumerate_candidates
+from htam_agent.coder.exemplar.common import parse_header
+from htam_agent.coder.exemplar_cli import app
+from htam_agent.evaluation.backends import detect_backend, get_backend
+
+
+@pytest.mark.parametrize("stem", sorted(COVERED))
+def test_enumeration_is_finite_deterministic_and_well_formed(stem: str):
+    src = task_source(stem)
+    for backend in BACKENDS:
+        cands = enumerate_candidates(src, backend, stem)
+        assert 2 <= len(cands) <= 24
+        assert cands == enumerate_candidates(src, backend, stem), "not deterministic"
+        ids = [v for v, _, _ in cands]
+        assert len(set(ids)) == len(ids), "duplicate variant ids"
+        assert len({c for _, _, c in cands}) == len(cands), "two variants render the same code"
+        for vid, knobs, code in cands:
+            family, be, parsed = parse_header(code)
+            assert (family, be, parsed) == (COVERED[stem], backend, knobs), vid
+            assert "no LLM was used" in code
+            ast.parse(code)
+            assert detect_backend(code) == backend
+            assert get_backend(backend).static_problems(code) == [], vid
+
+
+def test_cli_list_and_write_feed_the_batch(tmp_path: Path):
+    runner = CliRunner()
+    r = runner.invoke(app, ["list", "norm_softmax", "--backend", "cpp"])
+    assert r.exit_code == 0 and "family rowwise" in r.output and "cpp    ex00" in r.output
+    r = runner.invoke(app, ["list", "attention_sdpa"])
+    assert r.exit_code == 2 and "HTAM_MODEL" in r.output
+    out = tmp_path / "ex"
+    r = runner.invoke(app, ["write", "norm_softmax", "matmul_square", "attention_sdpa", "--backend", "cpp,triton",
+                            "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "skipped attention_sdpa" in r.output
+    manifest = [json.loads(line) for line in (out / "manifest.jsonl").read_text().splitlines()]
+    n = sum(len(enumerate_candidates(task_source(s), b, s)) for s in ("norm_softmax", "matmul_square")
+            for b in ("cpp", "triton"))
+    assert len(manifest) == n
+    for m in manifest:
+        assert set(m) >= {"task", "backend", "variant", "knobs", "file"}
+        assert parse_header(Path(m["file"]).read_text())[2] == m["knobs"]
+    from htam_agent.evaluation.__main__ import _pairs
+
+    pairs = _pairs(argparse.Namespace(pairs=str(out / "pairs.json")))
+    assert sorted(c for _, c in pairs) == sorted(m["file"] for m in manifest)
+    by_folder = _pairs(argparse.Namespace(pairs=None, tasks=str(Path(manifest[0]["task"]).parent),
+                                          candidates=str(out), backend="cpp"))
+    assert len(by_folder) == sum(m["backend"] == "cpp" for m in manifest)
