@@ -32,7 +32,7 @@ def test_good_reply_gives_the_code(scripted_coder, openai_server):
     assert proposal.strategy_ids == ["mem.vec16", "launch.grid_stride"]
     assert proposal.llm_calls == 1
     # what went over the wire: our model name, temperature, and the rendered prompt
-    (sent,) = openai_server.chat_requests()
+    (sent,) = openai_server.chat_requests
     assert sent.body["model"] == "scripted-model" and sent.body["temperature"] == 0.0
     assert [m["role"] for m in sent.messages] == ["system", "user"]
     assert "def get_inputs():" in sent.messages[1]["content"]
@@ -52,7 +52,7 @@ def test_reply_without_code_asks_again_in_the_same_conversation(scripted_coder, 
     proposal = scripted_coder(prose, reply_with(CUDA_NVRTC)).propose(request())
     assert proposal.code == CUDA_NVRTC and proposal.error == ""
     assert proposal.llm_calls == 2
-    first, second = openai_server.chat_requests()
+    first, second = openai_server.chat_requests
     assert [m["role"] for m in second.messages] == ["system", "user", "assistant", "user"]
     assert second.messages[:2] == first.messages                  # same conversation
     assert second.messages[2]["content"] == prose                 # the model's own answer
@@ -63,7 +63,7 @@ def test_reply_without_code_asks_again_in_the_same_conversation(scripted_coder, 
 def test_wrong_backend_asks_again(scripted_coder, openai_server):
     proposal = scripted_coder(reply_with(TRITON), reply_with(CUDA_NVRTC)).propose(request("cuda"))
     assert proposal.code == CUDA_NVRTC and proposal.llm_calls == 2
-    correction = openai_server.chat_requests()[1].messages[-1]["content"]
+    correction = openai_server.chat_requests[1].messages[-1]["content"]
     assert "wrong backend: the code is a triton candidate" in correction and "cuda" in correction
 
 
@@ -71,8 +71,8 @@ def test_gives_up_after_max_asks_with_a_clear_error(scripted_coder, openai_serve
     coder = scripted_coder("no code", "still no code", "nothing", "never used", max_asks=2)
     proposal = coder.propose(request())
     assert proposal.code is None
-    assert proposal.llm_calls == 3 and len(openai_server.chat_requests()) == 3
-    assert openai_server.remaining() == 1
+    assert proposal.llm_calls == 3 and len(openai_server.chat_requests) == 3
+    assert openai_server.remaining == 1
     assert proposal.error.startswith("no usable code after 3 replies (2 extra asks): ")
     assert "no code" in proposal.error
 
@@ -83,7 +83,7 @@ def test_zero_extra_asks(openai_server):
     openai_server.push("prose again")
     proposal = coder.propose(request())
     assert proposal.code is None and proposal.llm_calls == 1
-    assert len(openai_server.chat_requests()) == 1
+    assert len(openai_server.chat_requests) == 1
     assert proposal.error.startswith("no usable code after 1 reply (0 extra asks)")
 
 
@@ -93,8 +93,8 @@ def test_429_then_500_then_success_is_retried_with_backoff(openai_server, llm_ct
     coder = LLMCoder.from_context(llm_ctx, retry=policy)
     proposal = coder.propose(request())
     assert proposal.code == CUDA_NVRTC
-    times = [r.time for r in openai_server.chat_requests()]
-    assert [r.status for r in openai_server.chat_requests()] == [429, 500, 200]
+    times = [r.time for r in openai_server.chat_requests]
+    assert [r.status for r in openai_server.chat_requests] == [429, 500, 200]
     assert times[1] - times[0] >= 0.1 - 0.01          # first wait: initial
     assert times[2] - times[1] >= 0.2 - 0.01          # second wait: doubled
     assert proposal.llm_calls == 1                    # one successful call ...
@@ -105,7 +105,7 @@ def test_retry_after_header_is_honoured(openai_server, llm_ctx):
     openai_server.push({"status": 429, "retry_after": 0.3}, reply_with(CUDA_NVRTC))
     policy = RetryPolicy(retries=1, initial_wait_s=0.01, max_wait_s=2.0, jitter_s=0.0)
     LLMCoder.from_context(llm_ctx, retry=policy).propose(request())
-    first, second = openai_server.chat_requests()
+    first, second = openai_server.chat_requests
     assert second.time - first.time >= 0.29
 
 
@@ -115,7 +115,7 @@ def test_persistent_server_errors_give_up_with_llm_unavailable(openai_server, ll
     with pytest.raises(LLMUnavailable, match=r"kept failing with server errors, after 3 attempts") as info:
         coder.propose(request())
     assert "HTAM_LLM_RETRIES" in str(info.value)
-    assert len(openai_server.chat_requests()) == 3 and openai_server.remaining() == 1
+    assert len(openai_server.chat_requests) == 3 and openai_server.remaining == 1
     assert coder.usage.failed_calls == 3 and coder.usage.calls == 0
 
 
@@ -126,7 +126,7 @@ def test_a_hang_longer_than_the_timeout_is_retried(openai_server, llm_ctx, fast_
     proposal = coder.propose(request())
     assert proposal.code == CUDA_NVRTC
     assert time.monotonic() - start < 4                 # did not wait for the hang to end
-    assert len(openai_server.chat_requests()) == 2 and coder.usage.failed_calls == 1
+    assert len(openai_server.chat_requests) == 2 and coder.usage.failed_calls == 1
 
 
 def test_hangs_past_every_retry_give_a_clear_timeout_error(openai_server, llm_ctx, fast_retry):
@@ -157,7 +157,7 @@ def test_local_endpoint_works_without_a_key(openai_server, monkeypatch):
     openai_server.push(reply_with(CUDA_NVRTC))
     proposal = LLMCoder.from_context(ctx, retry=RetryPolicy(retries=0)).propose(request())
     assert proposal.code == CUDA_NVRTC
-    assert openai_server.chat_requests()[0].headers["authorization"] == "Bearer no-key-needed"
+    assert openai_server.chat_requests[0].headers["authorization"] == "Bearer no-key-needed"
 
 
 def test_the_key_is_read_from_the_named_variable(monkeypatch):
@@ -172,7 +172,7 @@ def test_the_key_is_read_from_the_named_variable(monkeypatch):
         ctx = RunContext(model="m", base_url=server.url, api_key_env="MY_LLM_KEY")
         with pytest.raises(LLMConfigError, match="rejected the API key.*MY_LLM_KEY"):
             LLMCoder.from_context(ctx, retry=RetryPolicy(retries=3, initial_wait_s=0.01)).propose(request())
-        assert len(server.chat_requests()) == 1  # a rejected key is not retried
+        assert len(server.chat_requests) == 1  # a rejected key is not retried
 
 
 def test_missing_model_is_a_config_error():
@@ -211,7 +211,7 @@ def test_tokens_and_calls_are_counted(scripted_coder, openai_server):
     assert first.llm_calls == 2 and second.llm_calls == 1
     assert first.input_tokens + second.input_tokens == sent_in > 0
     assert first.output_tokens + second.output_tokens == sent_out > 0
-    per_call = [r.usage for r in openai_server.chat_requests()]
+    per_call = [r.usage for r in openai_server.chat_requests]
     assert first.input_tokens == per_call[0]["prompt_tokens"] + per_call[1]["prompt_tokens"]
     assert second.output_tokens == per_call[2]["completion_tokens"]
     assert (coder.usage.calls, coder.usage.input_tokens, coder.usage.output_tokens) == (3, sent_in, sent_out)
@@ -221,7 +221,7 @@ def test_streaming_model_counts_usage_too(openai_server, llm_ctx):
     openai_server.push(reply_with(CUDA_NVRTC))
     model = make_chat_model(llm_ctx, streaming=True, stream_usage=True)
     proposal = LLMCoder(model, llm_ctx, retry=RetryPolicy(retries=0)).propose(request())
-    (sent,) = openai_server.chat_requests()
+    (sent,) = openai_server.chat_requests
     assert sent.body["stream"] is True and sent.body["stream_options"] == {"include_usage": True}
     assert proposal.code == CUDA_NVRTC
     assert (proposal.input_tokens, proposal.output_tokens) == (sent.usage["prompt_tokens"],

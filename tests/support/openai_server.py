@@ -4,7 +4,7 @@ It replays a script of replies to `POST /v1/chat/completions`, one script item p
 
     with ScriptedOpenAIServer(["```python\\nclass ModelNew: ...\\n```"]) as server:
         ChatOpenAI(model="m", base_url=server.url, api_key="k").invoke("hi")
-        server.chat_requests()[0].messages
+        server.chat_requests[0].messages
 
 A script item is a string (the reply's content) or a dict:
     {"content": "...",            # reply text (default "")
@@ -163,11 +163,13 @@ class ScriptedOpenAIServer:
         with self._lock:
             self._script.extend(ScriptItem.of(i) for i in items)
 
+    @property
     def remaining(self) -> int:
         """Script items not yet used."""
         with self._lock:
             return len(self._script)
 
+    @property
     def chat_requests(self) -> list[RecordedRequest]:
         """The recorded POST /v1/chat/completions requests, in order."""
         with self._lock:
