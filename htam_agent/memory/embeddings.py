@@ -48,7 +48,15 @@ def get_model(device: str = "cpu") -> Any:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
             from sentence_transformers import SentenceTransformer
+
+            try:  # a weight-loading progress bar on every run is noise in the agent's live view
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
+            except ImportError:
+                pass
 
             model = SentenceTransformer(str(model_path()), device=device, local_files_only=True)
             _models[device] = model
