@@ -21,7 +21,9 @@ def memory_state(state: AgentState, ctx: RunContext):  # -> htam_agent.memory.sc
 
 
 def history_steps(state: AgentState):  # -> list[HistoryStep]
+    """The run's path, oldest first. A step that did not improve the best counts as failed for the
+    policy's "just failed" term, so a direction that stopped paying off is not taken again and again."""
     from htam_agent.memory.schema import HistoryStep
 
-    return [HistoryStep(h["direction"], bool(h.get("failed"))) for h in state.get("history", [])
+    return [HistoryStep(h["direction"], not h.get("improved")) for h in state.get("history", [])
             if h.get("direction")]
