@@ -70,6 +70,19 @@ def _trusted_objects() -> dict[str, Any]:
                 continue
             if callable(obj) and not isinstance(obj, type):
                 objs[f"{prefix}.{name}"] = obj
+    # Operators and protocol methods of Tensor (`__gt__`, `__sub__`, `__torch_function__`, ...): the raw
+    # class attributes, whose identity is stable (getattr would make a new bound object for classmethods).
+    for name in dir(torch.Tensor):
+        if not name.startswith("__"):
+            continue
+        for cls in torch.Tensor.__mro__:
+            if cls is object:
+                break
+            if name in cls.__dict__:
+                raw = cls.__dict__[name]
+                if (callable(raw) or isinstance(raw, (classmethod, staticmethod))) and not isinstance(raw, type):
+                    objs[f"torch.Tensor.{name}"] = raw
+                break
     import statistics
 
     from .backends import _devices
