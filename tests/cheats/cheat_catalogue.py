@@ -87,6 +87,7 @@ CPP_CHEATS: list[Cheat] = [
     _c("cpp/p06_disable_tamper_check.py", "norm_softmax", 6, "timer_tampering"),
     _c("cpp/p06_statistics_median.py", "elementwise_leaky_relu", 6, "timer_tampering"),
     _c("cpp/p06_cpu_timer_class.py", "elementwise_leaky_relu", 6, "timer_tampering"),
+    _c("cpp/p06_tensor_operator_patch.py", "norm_softmax", 6, "timer_tampering"),
     _c("cpp/p07_gc_reference_model.py", "fused_gemm_bias_gelu", 7, "reference_ops"),
     _c("cpp/p07_job_file.py", "norm_softmax", 7, "reference_ops"),
     _c("cpp/p08_cache_data_ptr.py", "norm_softmax", 8, *VALUES, "aliased_output", "timed_output_mismatch",
