@@ -1,0 +1,65 @@
+"""Exemplar CUDA candidates cannot run here (no GPU): check that every NVRTC kernel compiles with nvcc for sm_90.
+
+The kernel string (`_SOURCE`) is exactly what torch.cuda._compile_kernel hands NVRTC on the GPU host; nvcc
+--cubin catches syntax and type errors, undeclared names and launch-bound mistakes. Running them is the
+lead's H200 batch (`htam exemplar write --suite --backend cuda` then `python -m htam_agent.evaluation batch`).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from exemplar_helpers import COVERED, task_source
+
+from htam_agent.coder.exemplar import enumerate_candidates
+
+_SOURCE_RE = re.compile(r'_SOURCE = r"""\n(.*?)"""', re.S)
+_KERNEL_RE = re.compile(r'_compile_kernel\(_SOURCE, "(\w+)"\)')
+
+
+def _kernels() -> dict[str, list[str]]:
+    """Kernel source -> the variants that use it (many variants differ only in the Python launcher)."""
+    found: dict[str, list[str]] = {}
+    for stem in sorted(COVERED):
+        for vid, _, code in enumerate_candidates(task_source(stem), "cuda", stem):
+            m = _SOURCE_RE.search(code)
+            assert m, f"{stem}/{vid}: no _SOURCE kernel string"
+            name = _KERNEL_RE.search(code)
+            assert name and 'extern "C" __global__ void __launch_bounds__' in m.group(1), f"{stem}/{vid}"
+            assert f" {name.group(1)}(" in m.group(1), f"{stem}/{vid}: compiled name not defined in the source"
+            found.setdefault(m.group(1), []).append(f"{stem}/{vid}")
+    return found
+
+
+def _nvcc(source: str) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        cu = Path(tmp) / "k.cu"
+        cu.write_text(source)
+        proc = subprocess.run(["nvcc", "--cubin", "-arch=sm_90", "-o", str(Path(tmp) / "k.cubin"), str(cu)],
+                              capture_output=True, text=True, timeout=300)
+    return "" if proc.returncode == 0 else proc.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_every_exemplar_cuda_kernel_compiles_for_sm90():
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    kernels = _kernels()
+    assert len(kernels) > 50
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        errors = list(pool.map(_nvcc, kernels))
+    failed = [(users[0], err) for (src, users), err in zip(kernels.items(), errors, strict=True) if err]
+    assert not failed, "\n\n".join(f"{who}:\n{err}" for who, err in failed[:5])
+
+
+def test_cuda_candidates_use_nvrtc_and_runtime_scalars():
+    """NVRTC format, no load_inline (cheap on the GPU), and constructor scalars passed at run time."""
+    code = enumerate_candidates(task_source("elementwise_hardtanh_scale"), "cuda", "t")[0][2]
+    assert "torch.cuda._compile_kernel" in code and "load_inline" not in code
+    assert "double s2_in" in code and "float(self.scale)" in code and "2.5" not in code
