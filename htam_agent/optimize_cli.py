@@ -137,7 +137,10 @@ def optimize_cmd(
         console.print("[yellow]No LLM configured: the offline exemplar coder writes the kernels (no LLM is "
                       "used).[/yellow] Set HTAM_MODEL / --model (and HTAM_BASE_URL / --base-url, OPENAI_API_KEY) "
                       "to use one.")
-    view = ProgressView(f"htam optimize {task_path.stem}: {ctx.describe()}")
+    from htam_agent.nodes.prepare import new_run_id
+
+    run_id = resume or new_run_id(task_path.stem)
+    view = ProgressView(f"htam optimize {task_path.stem} (run {run_id}): {ctx.describe()}")
     try:
         with Live(view, console=console, refresh_per_second=4, transient=False) as live:
             def handler(payload: dict[str, Any]) -> Any:
@@ -147,13 +150,14 @@ def optimize_cmd(
                 finally:
                     live.start()
 
-            result = run_optimization(task_path, ctx, run_id=resume, resume=bool(resume), on_event=view.on_event,
-                                      on_interrupt=handler if interactive else None)
+            result = run_optimization(task_path, ctx, run_id=run_id, resume=bool(resume),
+                                      on_event=view.on_event, on_interrupt=handler if interactive else None)
     except RunInterrupted as exc:
         console.print(f"[yellow]{exc}[/yellow]")
         raise typer.Exit(3) from None
     except Exception as exc:  # noqa: BLE001 - a clear one-line error; the run folder keeps the state
         console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}")
+        console.print(f"the run's state is saved: fix the cause and continue with `htam optimize --resume {run_id}`")
         raise typer.Exit(1) from None
     console.print(f"[bold]{result.headline()}[/bold]")
     console.print(f"artifacts: {result.artifact_dir}  (report.md, best_kernel.py)")
