@@ -56,6 +56,15 @@ def _mount_bench() -> None:
 _mount_bench()
 
 
+def _mount_exemplar() -> None:
+    from htam_agent.coder.exemplar_cli import app as exemplar_app
+
+    app.add_typer(exemplar_app, name="exemplar")
+
+
+_mount_exemplar()
+
+
 @app.command("eval")
 def eval_cmd(
     task: Annotated[Path, typer.Argument(help="KernelBench-format task file (Model, get_inputs, get_init_inputs)")],
