@@ -148,9 +148,11 @@ extern "C" __global__ void __launch_bounds__(NT) mm_f32(const float* __restrict_
     A += z * (long long)M * K;
     B += z * (long long)K * N;
     C += z * (long long)M * N;
-    int bx = blockIdx.x, by = blockIdx.y;
+    // tiles are numbered on grid.x (2^31 - 1 blocks): grid.y's 65535 would cap M at 65535 * BM
+    const int gx = (N + BN - 1) / BN, gy = (M + BM - 1) / BM, lin = blockIdx.x;
+    int bx = lin % gx, by = lin / gx;
     if (SWIZZLE) {{  // groups of 8 tile rows walk the tile columns together: A and B tiles stay in L2
-        const int gy = gridDim.y, gx = gridDim.x, lin = by * gx + bx, group = 8;
+        const int group = 8;
         const int per = group * gx, first = (lin / per) * group, rows = min(gy - first, group);
         by = first + (lin % per) % rows;
         bx = (lin % per) / rows;
@@ -199,7 +201,7 @@ extern "C" __global__ void __launch_bounds__(NT) mm_f32(const float* __restrict_
 }}
 """
     launch = ("    if max(M, N, K) >= 2**31 or nb > 65535:\n        raise ValueError('sizes beyond 32-bit ints')\n"
-              "    grid = ((N + _BN - 1) // _BN, (M + _BM - 1) // _BM, nb)\n"
+              "    grid = (((N + _BN - 1) // _BN) * ((M + _BM - 1) // _BM), 1, nb)\n"
               "    _kernel()(grid=grid, block=(_NT, 1, 1), args=[A, B, C, M, N, K])\n")
     body_py = f'''_SOURCE = r"""
 {source}"""
