@@ -102,8 +102,10 @@ def status_of(state: AgentState) -> str:
     last = list(latest_per_variant(step_candidates(state, step - 1)).values())
     if not last:
         return "none"
-    statuses = [((c.get("verdict") or c.get("compile") or {}).get("status") or "compile_error") for c in last]
-    if all(s in ("compile_error", "invalid_candidate") for s in statuses) or all(not c.get("code") for c in last):
+    from htam_agent.nodes.update_memory import failed_to_compile
+
+    verdicts = [(c.get("verdict") or c.get("compile") or {"status": "compile_error"}) for c in last]
+    if all(failed_to_compile(v) for v in verdicts) or all(not c.get("code") for c in last):
         return "compile_error"
     return "incorrect"
 
