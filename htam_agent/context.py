@@ -59,6 +59,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "steps": ("HTAM_STEPS", int),
     "candidates": ("HTAM_CANDIDATES", int),
     "max_repairs": ("HTAM_MAX_REPAIRS", int),
+    "max_evaluations": ("HTAM_MAX_EVALUATIONS", int),
     "target_speedup": ("HTAM_TARGET_SPEEDUP", float),
     "roofline_stop": ("HTAM_ROOFLINE_STOP", float),
     "memory_mode": ("HTAM_MEMORY_MODE", str),
@@ -107,6 +108,8 @@ class RunContext:
     steps: int = 6
     candidates: int = 1
     max_repairs: int = 2
+    #: a cap on evaluations per run (repairs included): the run stops when it is spent, whatever the steps
+    max_evaluations: int | None = None
     target_speedup: float | None = None
     #: stop when the best candidate reaches this fraction of the roofline floor (1.0 = speed of light)
     roofline_stop: float = 0.9
@@ -186,6 +189,8 @@ class RunContext:
                 raise bad(name, "must be at least 1")
         if self.max_repairs < 0:
             raise bad("max_repairs", "must be 0 or more")
+        if self.max_evaluations is not None and self.max_evaluations < 1:
+            raise bad("max_evaluations", "must be at least 1 (or unset for no cap)")
         if self.target_speedup is not None and self.target_speedup <= 0:
             raise bad("target_speedup", "must be positive")
         if not 0 < self.roofline_stop <= 10:

@@ -116,3 +116,12 @@ def latest_per_variant(cands: list[CandidateRecord]) -> dict[int, CandidateRecor
         if v not in out or c.get("repair", 0) >= out[v].get("repair", 0):
             out[v] = c
     return out
+
+
+def evaluations_used(state: AgentState) -> int:
+    """Candidates that reached the evaluator (or were found without code) in this run, repairs included."""
+    return sum(1 for c in state.get("candidates", []) if c.get("verdict") is not None)
+
+
+def evaluations_left(state: AgentState, cap: int | None) -> int | None:
+    return None if cap is None else max(0, cap - evaluations_used(state))

@@ -1,18 +1,18 @@
 """The methods a bench compares, as data: each is the same agent with another `RunContext`.
 
-Equal budget means an equal number of *evaluations* per task (a repair is an evaluation). The agent evaluates
-at most ``steps x candidates x (1 + max_repairs)`` candidates on a task, so for an evaluation budget B:
+Equal budget means an equal number of *evaluations* per task (a repair is an evaluation), enforced by the
+agent itself through ``RunContext.max_evaluations``: a run stops as soon as it has spent B, whatever else
+its settings allow. For an evaluation budget B:
 
-* iterative methods (htam, refine, flat-memory and the ablations): one candidate per step and the largest
-  repair allowance r <= the base context's ``max_repairs`` (and <= B - 1) such that (1 + r) divides B; then
-  ``steps = B / (1 + r)``. The cap ``steps x (1 + r)`` is exactly B. With B=6 and max_repairs=2 that is 2
-  steps of up to 3 evaluations; with B=4, 2 steps of 2; with B=5, 5 steps without repairs.
-* best-of-n: one step of B independent candidates, no repairs (cap B).
-* one-shot: one candidate, no repairs (cap 1, whatever B is). It is the classic baseline and is not given
-  the budget; the report says so and shows the evaluations each method actually used.
+* iterative methods (htam, refine, flat-memory and the ablations): one candidate per step, up to B steps,
+  repairs as the base context allows (``max_repairs``); repairs spend the same budget, so a method that fails
+  more explores less.
+* best-of-n: one step of B independent candidates, no repairs.
+* one-shot: one candidate, no repairs (1 evaluation, whatever B is). It is the classic baseline and is not
+  given the budget; the report says so and shows the evaluations each method actually used.
 
-The cap is the same; the evaluations actually used can be lower (a step that needs no repair does not spend
-its repairs, a run that reaches its target stops early). Every record keeps the count it used.
+The evaluations actually used can be lower (a run that reaches its target speedup or the roofline stops
+early). Every record keeps the count it used.
 """
 
 from __future__ import annotations
@@ -44,27 +44,17 @@ class Method:
         return ctx.with_(tags=tags, interactive=False)
 
 
-def split_budget(budget: int, max_repairs: int) -> tuple[int, int]:
-    """(steps, repairs) with steps x (1 + repairs) == budget and repairs as large as allowed."""
-    if budget < 1:
-        raise MethodError(f"budget must be at least 1 evaluation per task (got {budget})")
-    for repairs in range(min(max_repairs, budget - 1), -1, -1):
-        if budget % (1 + repairs) == 0:
-            return budget // (1 + repairs), repairs
-    raise AssertionError("unreachable: repairs=0 always divides")
-
-
 def max_evaluations(ctx: RunContext) -> int:
     """The most evaluations the agent may spend on one task under this context."""
-    return ctx.steps * ctx.candidates * (1 + ctx.max_repairs)
+    cap = ctx.steps * ctx.candidates * (1 + ctx.max_repairs)
+    return min(cap, ctx.max_evaluations) if ctx.max_evaluations is not None else cap
 
 
 def _iterative(**switches) -> Callable[[RunContext, int], RunContext]:
     def configure(base: RunContext, budget: int) -> RunContext:
-        steps, repairs = split_budget(budget, base.max_repairs)
         defaults = dict(memory_mode="htam", direction_policy="htam", use_strategies=True, use_transitions=True)
         defaults.update(switches)
-        return base.with_(steps=steps, candidates=1, max_repairs=repairs, **defaults)
+        return base.with_(steps=budget, candidates=1, max_evaluations=budget, **defaults)
 
     return configure
 
@@ -74,7 +64,8 @@ def _one_shot(base: RunContext, budget: int) -> RunContext:
 
 
 def _best_of_n(base: RunContext, budget: int) -> RunContext:
-    return base.with_(steps=1, candidates=budget, max_repairs=0, memory_mode="none", learn=False)
+    return base.with_(steps=1, candidates=budget, max_repairs=0, max_evaluations=budget, memory_mode="none",
+                      learn=False)
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
@@ -112,5 +103,4 @@ def get_methods(names: list[str] | tuple[str, ...] | str) -> list[Method]:
     return [METHODS[n] for n in dict.fromkeys(wanted)]
 
 
-__all__ = ["DEFAULT_METHODS", "METHODS", "Method", "MethodError", "get_methods", "max_evaluations",
-           "split_budget"]
+__all__ = ["DEFAULT_METHODS", "METHODS", "Method", "MethodError", "get_methods", "max_evaluations"]

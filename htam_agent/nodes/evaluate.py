@@ -19,7 +19,13 @@ from langgraph.types import Send
 from htam_agent.artifacts import RunArtifacts
 from htam_agent.context import RunContext
 from htam_agent.resources import evaluation_mode, evaluator_for
-from htam_agent.state import AgentState, CandidateRecord, latest_per_variant, step_candidates
+from htam_agent.state import (
+    AgentState,
+    CandidateRecord,
+    evaluations_left,
+    latest_per_variant,
+    step_candidates,
+)
 from htam_agent.tools.evaluator_tools import make_evaluator_tools
 
 _REPAIRABLE = {"compile_error", "runtime_error", "incorrect", "invalid_candidate", "no_code"}
@@ -86,6 +92,9 @@ def route_after_evaluate(state: AgentState, runtime: Runtime[RunContext]) -> lis
             **base_payload(state), "variant": variant, "repair": last.get("repair", 0) + 1,
             "failed_code": last.get("code"), "feedback": feedback_of(verdict),
         }))
+    left = evaluations_left(state, ctx.max_evaluations)
+    if left is not None:
+        sends = sends[:left]
     return sends or "update_memory"
 
 
@@ -118,4 +127,10 @@ def fan_out(state: AgentState, runtime: Runtime[RunContext]) -> list[Send] | str
     human = state.get("human") or {}
     if human.get("action") == "code":
         return [Send("generate", {**base_payload(state), "variant": 0, "given_code": human["code"]})]
-    return [Send("generate", {**base_payload(state), "variant": i}) for i in range(ctx.candidates)]
+    n = ctx.candidates
+    left = evaluations_left(state, ctx.max_evaluations)
+    if left is not None:
+        n = min(n, left)
+    if n <= 0:
+        return "finalize"
+    return [Send("generate", {**base_payload(state), "variant": i}) for i in range(n)]

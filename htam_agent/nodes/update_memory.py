@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 from htam_agent.context import RunContext
 from htam_agent.nodes._memory_state import history_steps, memory_state
 from htam_agent.resources import memory_for
-from htam_agent.state import AgentState, Best, StepRecord, step_candidates
+from htam_agent.state import AgentState, Best, StepRecord, evaluations_used, step_candidates
 
 NEAR_ROOFLINE = 0.7
 
@@ -102,7 +102,8 @@ def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, 
     best = update.get("best") or prev_best
     stop = state.get("stop_reason")
     if not stop:
-        if step + 1 >= ctx.steps:
+        spent = evaluations_used(state)  # this step's verdicts are already in the state
+        if step + 1 >= ctx.steps or (ctx.max_evaluations is not None and spent >= ctx.max_evaluations):
             stop = "budget"
         elif best and ctx.target_speedup and (best.get("speedup_vs_eager") or 0) >= ctx.target_speedup:
             stop = "target_speedup"

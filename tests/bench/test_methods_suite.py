@@ -4,19 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from htam_agent.bench.methods import METHODS, MethodError, get_methods, max_evaluations, split_budget
+from htam_agent.bench.methods import METHODS, MethodError, get_methods, max_evaluations
 from htam_agent.bench.suite import SuiteError, operator_class, parse_levels, resolve_suite
 from htam_agent.context import RunContext
 
 TASK = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n" \
        "def get_inputs():\n    return [torch.randn(4)]\n"
-
-
-@pytest.mark.parametrize("budget,repairs,expected", [(6, 2, (2, 2)), (4, 2, (2, 1)), (5, 2, (5, 0)),
-                                                     (1, 2, (1, 0)), (6, 0, (6, 0)), (9, 2, (3, 2))])
-def test_split_budget_uses_exactly_the_budget(budget, repairs, expected):
-    steps, r = split_budget(budget, repairs)
-    assert (steps, r) == expected and steps * (1 + r) == budget
 
 
 @pytest.mark.parametrize("budget", [1, 2, 3, 4, 5, 6, 7, 8, 12])
@@ -32,7 +25,7 @@ def test_method_switches():
     ctx = {name: m.context(base, 6) for name, m in METHODS.items()}
     assert ctx["htam"].memory_mode == "htam" and ctx["htam"].use_strategies and ctx["htam"].use_transitions
     assert ctx["htam"].direction_policy == "htam"
-    assert ctx["refine"].memory_mode == "none" and ctx["refine"].steps == 2
+    assert ctx["refine"].memory_mode == "none" and ctx["refine"].steps == 6 and ctx["refine"].max_evaluations == 6
     assert ctx["flat-memory"].memory_mode == "flat"
     assert (ctx["one-shot"].steps, ctx["one-shot"].candidates, ctx["one-shot"].max_repairs) == (1, 1, 0)
     assert (ctx["best-of-n"].steps, ctx["best-of-n"].candidates, ctx["best-of-n"].max_repairs) == (1, 6, 0)

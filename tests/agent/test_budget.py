@@ -1,0 +1,18 @@
+"""The evaluation cap: a run stops when it has spent max_evaluations, whatever its step budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from htam_agent.agent import run_optimization
+from htam_agent.context import RunContext
+
+from .scripted_coder import ScriptedCoder, softmax_task
+
+
+def test_max_evaluations_stops_the_run(agent_env: Path) -> None:
+    coder = ScriptedCoder([None] * 5)  # no code: a cheap, evaluated failure per candidate
+    ctx = RunContext.from_env(backend="cpp", steps=5, candidates=2, max_evaluations=3, baselines=())
+    result = run_optimization(softmax_task(), ctx, coder=coder)
+    assert result.evaluations == 3 and len(coder.requests) == 3
+    assert [s.candidates for s in result.steps] == [2, 1] and result.stop_reason == "budget"
