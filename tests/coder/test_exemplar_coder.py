@@ -114,3 +114,14 @@ def test_unsupported_task_raises():
         ExemplarCoder().propose(_req("attention_sdpa"))
     with pytest.raises(UnsupportedTask, match="unknown backend"):
         ExemplarCoder().propose(_req("norm_softmax", "metal"))
+
+
+def test_without_guidance_it_sweeps_the_curated_space_in_order():
+    from htam_agent.coder.exemplar import enumerate_candidates
+
+    stem = "norm_softmax"
+    space = [code for _, _, code in enumerate_candidates(task_source(stem), "cuda", stem)]
+    coder = ExemplarCoder()
+    codes = [coder.propose(_req(stem, direction=None, step=k)).code for k in range(3)]
+    assert codes == space[:3] and len(set(codes)) == 3
+    assert coder.propose(_req(stem, direction=None, step=1, variant=1)).code == space[2]

@@ -3,7 +3,9 @@
 Start from the knobs in the request's best code (read back from its header, when this coder wrote it), else
 the family's default; on a repair, the family's safest knobs; otherwise apply the first retrieved strategy
 that changes a knob on this backend (`variant` > 0 skips to the next applicable ones), then the chosen
-direction's own move when no strategy applies. Same request, same code.
+direction's own move when no strategy applies. Without any guidance (no direction, no strategies: the
+no-memory baselines) it sweeps the curated variants in order, by step and candidate index. Same request,
+same code.
 """
 
 from __future__ import annotations
@@ -50,6 +52,14 @@ def plan(request: CodeRequest) -> Plan:
         safe = fam.safe(pattern, request.backend)
         return Plan(pattern, request.backend, safe, safe, (),
                     f"repair {request.repair}: the family's safest variant ({variant_id(safe)})")
+    if request.direction is None and not request.strategies:
+        # no memory guidance at all (the refine / best-of-n / one-shot baselines): walk the curated space in
+        # its fixed order, one new variant per step and per candidate, instead of repeating the default
+        curated = list(fam.curated(pattern, request.backend))
+        k = (request.step + request.variant) % len(curated)
+        knobs = dict(curated[k])
+        return Plan(pattern, request.backend, base, knobs, (),
+                    f"no direction or strategy given: variant {k} of {len(curated)} in the fixed sweep order")
     start, origin = base, "the family's default"
     parsed = parse_header(request.best_code)
     if parsed and parsed[0] == pattern.family and parsed[1] == request.backend:
