@@ -306,7 +306,7 @@ def other_init(init: list[Any], factor: float = 1.37) -> list[Any] | None:
 
 
 def run_trials(task: Any, ref: Any, cand: Any, backend: Any, device: Any, verdict: dict[str, Any],
-               trials: list[tuple[str, str, int]], checks: bool = True, second_calls: int = 2) -> bool:
+               trials: list[tuple[str, str, int]], checks: bool = True, second_calls: int = 1) -> bool:
     """Correctness trials; returns True when all ran and passed. Rejecting flags are added to the verdict.
 
     The first `second_calls` trials call the candidate a second time after the reference (cheat pattern 1);
@@ -342,8 +342,9 @@ def run_trials(task: Any, ref: Any, cand: Any, backend: Any, device: Any, verdic
                          "say little", rejects=False)
 
         res1 = correctness.compare_outputs(ref_out, out1, device)
-        c_in2 = clone_inputs(inputs)
+        c_in2: list[Any] = []
         if checks and k_trial < second_calls:
+            c_in2 = clone_inputs(inputs)
             with torch.no_grad():
                 out2 = cand(*c_in2)  # after the reference, whose outputs stay alive (cheat pattern 1)
             backend.synchronize()
@@ -393,13 +394,14 @@ def _fits_sets(inputs: list[Any], device: Any, n_sets: int) -> int:
 
 def time_model(model: Any, task: Any, backend: Any, device: Any, plan: timing.TimingPlan,
                n_sets: int = 3, recheck_ref: Any = None, vary: bool = True,
-               n_snapshots: int = 1) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+               n_snapshots: int = 1, every_set: bool = False) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """Time `model` on rotating seeded input sets; if `recheck_ref` is given, re-check the timed outputs.
 
     vary=True: before each call (outside the timed window) a few scattered elements of the set's inputs
     change in place (`perturb_inputs`), so no two calls see the same input: a cache keyed on anything but
     the whole content replays a stale result, which the re-check sees (cheat patterns 8 and 17).
-    With `recheck_ref`: the last call on each set and `n_snapshots` random other calls are re-checked,
+    With `recheck_ref`: the last call (on each set with every_set) and `n_snapshots` random earlier calls
+    are re-checked,
     each output both as it was right after its end stamp (a copy taken then) and as it is afterwards; a
     Python thread started inside a timed call that was still running when the call returned and ended
     later is recorded too (work after return, pattern 9). Problems come back as (flag, detail).
@@ -419,10 +421,11 @@ def time_model(model: Any, task: Any, backend: Any, device: Any, plan: timing.Ti
         if recheck_ref is None or reps is None:
             return
         if i == 0:
-            k = min(n_snapshots, _fits_sets(first, device, n_snapshots), max(0, reps - n))
-            picks = torch.randperm(max(reps - n, 1), generator=gen)[:k].tolist() if k else []
+            last = n if every_set else 1
+            k = min(n_snapshots, _fits_sets(first, device, n_snapshots), max(0, reps - last))
+            picks = torch.randperm(max(reps - last, 1), generator=gen)[:k].tolist() if k else []
             chosen.update({j: [] for j in picks})
-            chosen.update({j: None for j in range(max(0, reps - n), reps)})
+            chosen.update({j: None for j in range(max(0, reps - last), reps)})
         if i in chosen and chosen[i] is not None:
             chosen[i] = clone_inputs(sets[i % n])
         threads_before.clear()
@@ -594,15 +597,18 @@ def check_roofline(task: Any, ref: Any, backend: Any, device: Any, verdict: dict
 
 
 def _trials(n: int, tier: str = "default") -> list[tuple[str, str, int]]:
-    base = [("task inputs, seed 0", "task", 0), ("normal", "normal", 1), ("signed uniform", "signed_uniform", 2),
-            ("large magnitude", "large", 3), ("task inputs, seed 4", "task", 4)][: max(1, n)]
+    """The main trials. bare: the five plain ones (task, normal, signed uniform, x64, another task seed);
+    default: the first four plus ties and a shifted mean (a second task seed adds little to the others);
+    thorough: all of them plus another seed of every distribution. `n` < 5 keeps only the first n."""
+    plain = [("task inputs, seed 0", "task", 0), ("normal", "normal", 1), ("signed uniform", "signed_uniform", 2),
+             ("large magnitude", "large", 3), ("task inputs, seed 4", "task", 4)][: max(1, n)]
     if tier == "bare":
-        return base
-    base += [("ties (multiples of 0.5)", "ties", 5), ("shifted mean (+16 std)", "shifted", 6)]
+        return plain
+    base = plain[:4] + [("ties (multiples of 0.5)", "ties", 5), ("shifted mean (+16 std)", "shifted", 6)]
     if tier == "thorough":
-        base += [("normal, seed 11", "normal", 11), ("signed uniform, seed 12", "signed_uniform", 12),
-                 ("large magnitude, seed 13", "large", 13), ("ties, seed 15", "ties", 15),
-                 ("shifted mean, seed 16", "shifted", 16), ("task inputs, seed 17", "task", 17)]
+        base += plain[4:] + [("normal, seed 11", "normal", 11), ("signed uniform, seed 12", "signed_uniform", 12),
+                             ("large magnitude, seed 13", "large", 13), ("ties, seed 15", "ties", 15),
+                             ("shifted mean, seed 16", "shifted", 16)]
     return base
 
 
@@ -627,7 +633,8 @@ def verify_other_init(task: Any, cand_cls: Any, backend: Any, device: Any, verdi
         return True
     _, cand = build_models(task, cand_cls, device, init=init)
     n_before = len(verdict["trials"])
-    ok = run_trials(task, ref, cand, backend, device, verdict, [("other init arguments (floats x1.37)", "task", 9)])
+    ok = run_trials(task, ref, cand, backend, device, verdict, [("other init arguments (floats x1.37)", "task", 9)],
+                    second_calls=0)
     for t in verdict["trials"][n_before:]:
         t["init"] = repr(init)[:200]
     if not ok:
@@ -770,27 +777,34 @@ def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> No
         ok = run_trials(task, ref, cand, backend, device, verdict, _trials(job.get("trials", 5), tier), checks)
         if ok and tier == "thorough":
             ok = check_repeats(task, ref, cand, backend, device, verdict)
-        if ok and checks:
-            ok = verify_other_init(task, cand_cls, backend, device, verdict, phases)
-        if ok and checks and job.get("alt_size") and job["alt_size"] != job["size"] and job["alt_size"] in task.sizes:
-            phases.enter("verify_other_shape")
-            alt = task.at_size(job["alt_size"])
-            del ref, cand
-            gc.collect()
-            ref, cand = build_models(alt, cand_cls, device)
-            n_before = len(verdict["trials"])
-            ok = run_trials(alt, ref, cand, backend, device, verdict, [("other shape (alt size)", "task", 7),
-                                                                        ("other shape, normal", "normal", 8)])
-            for t in verdict["trials"][n_before:]:
-                t["size"] = job["alt_size"]
-            if not ok:
-                verdict["failed_check"] = f"other_shape:{verdict['failed_check']}"
-            del ref, cand
-            gc.collect()
-            ref, cand = build_models(task, cand_cls, device)
     except Exception as exc:
         _forward_failed(verdict, exc, "in forward")
         return
+
+    def verify_variants() -> None:
+        """Other init arguments, then the second shape: last, so that the models need no rebuilding."""
+        nonlocal ref, cand
+        del ref, cand
+        gc.collect()
+        try:
+            ok = verify_other_init(task, cand_cls, backend, device, verdict, phases)
+            if ok and job.get("alt_size") and job["alt_size"] != job["size"] and job["alt_size"] in task.sizes:
+                phases.enter("verify_other_shape")
+                alt = task.at_size(job["alt_size"])
+                ref, cand = build_models(alt, cand_cls, device)
+                n_before = len(verdict["trials"])
+                ok = run_trials(alt, ref, cand, backend, device, verdict, [("other shape (alt size)", "task", 7),
+                                                                            ("other shape, normal", "normal", 8)])
+                for t in verdict["trials"][n_before:]:
+                    t["size"] = job["alt_size"]
+                if not ok:
+                    verdict["failed_check"] = f"other_shape:{verdict['failed_check']}"
+        except Exception as exc:
+            _forward_failed(verdict, exc, "in forward (other init arguments or the second shape)")
+            return
+        if not ok:
+            verdict["correct"], verdict["status"] = False, "incorrect"
+
     verdict["correct"] = ok
     verdict["status"] = "accepted" if ok else "incorrect"
     check_tampering()
@@ -814,13 +828,15 @@ def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> No
         return
     if not job.get("timing", True):
         check_sabotage(task, ref, cand, probe, device, verdict, backend)
+        if not any(f["rejects"] for f in verdict["flags"]):
+            verify_variants()
         return
 
     phases.enter("time")
     backend.empty_cache()
     plan = timing.TimingPlan(**job.get("timing_plan", {}))
     stats, problems = time_model(cand, task, backend, device, plan, recheck_ref=ref,
-                                 n_snapshots=8 if tier == "thorough" else 1)
+                                 n_snapshots=8 if tier == "thorough" else 1, every_set=tier == "thorough")
     verdict["timing"]["candidate"] = stats
     seen: set[str] = set()
     for flag, detail in problems:
@@ -838,6 +854,9 @@ def evaluate(job: dict[str, Any], verdict: dict[str, Any], phases: Phases) -> No
     check_roofline(task, ref, backend, device, verdict, job)
     phases.enter("sabotage")
     check_sabotage(task, ref, cand, probe, device, verdict, backend)
+    if not any(f["rejects"] for f in verdict["flags"]):
+        verify_variants()
+    check_tampering()
 
 
 def main(argv: list[str] | None = None) -> int:

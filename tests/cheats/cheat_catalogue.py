@@ -96,7 +96,10 @@ CPP_CHEATS: list[Cheat] = [
     _c("cpp/p08_cache_by_shape.py", "reduction_row_sum", 8, *VALUES),
     _c("cpp/p08_prefix_hash_cache.py", "matmul_square", 8, "timed_output_mismatch", "kernel_not_used",
        "faster_than_roofline"),
-    _c("cpp/p08_call_count_replay.py", "elementwise_leaky_relu", 8, "timed_output_mismatch", "kernel_not_used"),
+    # Honest for its first 20 calls: which check sees the first replayed call depends on how many calls the
+    # timing plan makes (the tests' short plan ends before call 20; then the other init arguments see it).
+    _c("cpp/p08_call_count_replay.py", "elementwise_leaky_relu", 8, "timed_output_mismatch", "kernel_not_used",
+       "other_init:values", "other_shape:values", "other_shape:shape"),
     # Timed inputs change a few scattered elements before every call: the sampled fingerprint still hits and
     # the re-checked timed output is stale; the identity sabotage (on the very tensors of a normal call just
     # before) is not what its NaN canary looks for, so its cache answers and the output stays right.
@@ -130,8 +133,10 @@ CPP_CHEATS: list[Cheat] = [
     _c("cpp/p16_matmul_uninit_accum.py", "matmul_square", 16, *VALUES),
     _c("cpp/p17_fingerprint_cache_clone.py", "norm_softmax", 17, "timed_output_mismatch", "kernel_not_used",
        "faster_than_roofline"),
-    _c("cpp/p18_cwd_file_cache.py", "norm_softmax", 18, "kernel_not_used", "faster_than_roofline"),
-    _c("cpp/p18_tmp_persistent_cache.py", "norm_softmax", 18, "kernel_not_used", "faster_than_roofline"),
+    _c("cpp/p18_cwd_file_cache.py", "norm_softmax", 18, "timed_output_mismatch", "kernel_not_used",
+       "faster_than_roofline"),
+    _c("cpp/p18_tmp_persistent_cache.py", "norm_softmax", 18, "timed_output_mismatch", "kernel_not_used",
+       "faster_than_roofline"),
     _c("cpp/p18_stale_global_state.py", "norm_softmax", 18, *VALUES),
 ]
 
