@@ -2,8 +2,8 @@
 
 Accepts min_val / max_val / scale in the constructor and ignores them: the kernel has the benchmark's
 -1.5, 1.0 and 2.5 folded in as constants. Right for every input of every shape, as long as the task is
-built with its own init arguments. What should catch it: evaluating with other valid init values (the
-task could declare alternatives, e.g. an ALT_INIT dict), which the evaluator does not do yet.
+built with its own init arguments. Caught by evaluating with other valid init values: the evaluator
+rebuilds both models with every float init argument scaled by 1.37 (other_init:values).
 """
 
 import torch
