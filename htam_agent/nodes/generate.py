@@ -18,6 +18,9 @@ from htam_agent.context import RunContext
 from htam_agent.resources import coder_for, evaluation_mode, evaluator_for
 from htam_agent.state import CandidateRecord
 
+#: prefix of the error of a coder that cannot handle the task at all (the run stops: it will not change)
+UNSUPPORTED = "unsupported task"
+
 
 class GenerationTask(TypedDict, total=False):
     """The payload of one Send: everything a branch needs (branches do not see the graph state)."""
@@ -65,7 +68,7 @@ def _propose(task: GenerationTask, ctx: RunContext) -> CodeProposal:
         return coder.propose(_request(task, ctx.backend))
     except UnsupportedTask as exc:
         return CodeProposal(code=None, coder=getattr(coder, "name", "?"), uses_llm=coder.uses_llm,
-                            error=f"unsupported task: {exc}")
+                            error=f"{UNSUPPORTED}: {exc}")
 
 
 def generate(task: GenerationTask, runtime: Runtime[RunContext]) -> dict[str, Any]:

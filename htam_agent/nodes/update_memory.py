@@ -14,6 +14,7 @@ from langgraph.runtime import Runtime
 
 from htam_agent.context import RunContext
 from htam_agent.nodes._memory_state import history_steps, memory_state
+from htam_agent.nodes.generate import UNSUPPORTED
 from htam_agent.resources import memory_for
 from htam_agent.state import AgentState, Best, StepRecord, evaluations_used, step_candidates
 
@@ -73,6 +74,9 @@ def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, 
                                   roofline_fraction=_roof(verdict))
 
     never_evaluated = bool(cands) and all((c.get("verdict") or {}).get("not_evaluated") for c in cands)
+    # a coder that cannot handle the task says nothing about the direction: no transition is recorded
+    unsupported = bool(cands) and all((c.get("error") or "").startswith(UNSUPPORTED) for c in cands)
+    never_evaluated = never_evaluated or unsupported
     mem = memory_for(ctx)
     if mem is not None and ctx.learn and direction.get("id") and cands and not never_evaluated:
         from htam_agent.memory.schema import Outcome
@@ -101,6 +105,8 @@ def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, 
 
     best = update.get("best") or prev_best
     stop = state.get("stop_reason")
+    if not stop and unsupported and not any(c.get("uses_llm") for c in cands):
+        stop = "unsupported"  # a deterministic coder will not change its mind at the next step
     if not stop:
         spent = evaluations_used(state)  # this step's verdicts are already in the state
         if step + 1 >= ctx.steps or (ctx.max_evaluations is not None and spent >= ctx.max_evaluations):
