@@ -55,10 +55,13 @@ def reference_ops(task_source: str, task_path: str) -> list[str]:
     from htam_agent.evaluation.tasks import load_task_source
 
     task = load_task_source(task_source, task_path, check_inputs=False)
+    from htam_agent.fx_tracing import FX_LOCK
+
     try:
         with torch.device("meta"):
             model = task.model_cls(*task.get_init_inputs())
-        gm = torch.fx.symbolic_trace(model)
+        with FX_LOCK:  # symbolic_trace patches torch globally: one tracer at a time per process
+            gm = torch.fx.symbolic_trace(model)
     except Exception:  # noqa: BLE001 - data-dependent control flow etc.: read the source instead
         body = task_source.split("def forward", 1)[-1]
         return [m.lower() for m in re.findall(r"(?:torch|F|nn\.functional)\.([A-Za-z_0-9]+)\(", body)]

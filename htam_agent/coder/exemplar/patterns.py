@@ -98,6 +98,13 @@ def _scalar_attrs(model: Any) -> list[tuple[Any, str, str]]:
 
 
 def _trace(task_name: str, model: Any, inputs: list[Any]) -> _Traced:
+    from htam_agent.fx_tracing import FX_LOCK
+
+    with FX_LOCK:  # symbolic_trace patches torch globally: one tracer at a time per process
+        return _trace_locked(task_name, model, inputs)
+
+
+def _trace_locked(task_name: str, model: Any, inputs: list[Any]) -> _Traced:
     import torch.fx
     from torch.fx.passes.shape_prop import ShapeProp
 
