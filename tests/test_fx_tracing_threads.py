@@ -27,3 +27,17 @@ def test_concurrent_tracing_matches_serial_tracing() -> None:
     with ThreadPoolExecutor(4) as pool:
         parallel = list(pool.map(_once, TASKS * 6))
     assert parallel == [serial[s] for s in TASKS * 6]
+
+
+def test_embeddings_while_tracing_in_another_thread() -> None:
+    from htam_agent.memory.embeddings import embed
+
+    texts = [f"softmax over rows, step {i}" for i in range(8)]
+    want = embed(texts)
+    with ThreadPoolExecutor(3) as pool:
+        traced = [pool.submit(_once, s) for s in TASKS * 3]
+        vecs = [pool.submit(embed, texts) for _ in range(6)]
+        for f in traced:
+            f.result()
+        for f in vecs:
+            assert abs(f.result() - want).max() < 1e-5

@@ -81,7 +81,11 @@ def embed(texts: list[str], device: str = "cpu", batch_size: int = 64) -> Any:
     model = get_model(device)
     import torch
 
-    with _lock:  # torch's thread count is process-wide: set it only around our own call
+    from htam_agent.fx_tracing import FX_LOCK
+
+    # torch's thread count is process-wide: set it only around our own call; and no torch.fx trace may run
+    # meanwhile (it patches nn.Module.__call__ globally, and would capture this model's calls)
+    with _lock, FX_LOCK:
         prev = torch.get_num_threads()
         want = embed_threads()
         if device == "cpu" and prev != want:
