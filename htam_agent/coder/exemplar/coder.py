@@ -28,6 +28,25 @@ def _recognize(task_source: str, task_name: str) -> Pattern:
     return recognize(task_source, task_name)
 
 
+def _snap(knobs: Knobs | None, start: Knobs, curated: list[Knobs]) -> Knobs | None:
+    """Keep the coder inside its enumerated space: a move that lands outside the curated variants goes to
+    the curated variant that keeps the knobs the move changed and most of the others; None if that is
+    where it started (the move does not apply here)."""
+    if knobs is None:
+        return None
+    if knobs in curated:
+        return knobs
+    changed = {k for k in knobs if knobs.get(k) != start.get(k)}
+
+    def fit(c: Knobs) -> tuple[int, int]:
+        return (sum(c.get(k) == knobs[k] for k in changed), sum(c.get(k) == knobs[k] for k in knobs))
+
+    best = max(curated, key=fit)  # max keeps the first of equals: the curated order decides ties
+    if fit(best)[0] == 0 or best == start:
+        return None
+    return dict(best)
+
+
 @dataclass(frozen=True)
 class Plan:
     """What the coder decided for a request: the knobs, and which strategy/direction moved them."""
@@ -64,6 +83,9 @@ def plan(request: CodeRequest) -> Plan:
     parsed = parse_header(request.best_code)
     if parsed and parsed[0] == pattern.family and parsed[1] == request.backend:
         start, origin = sanitize(parsed[2], sp, base), "the best code's knobs"
+    curated = [dict(k) for k in fam.curated(pattern, request.backend)]
+    if start not in curated:
+        start = dict(curated[0])
     moves = fam.moves(request.backend)
     applicable: list[tuple[str, Knobs]] = []
     for s in request.strategies:
@@ -73,7 +95,7 @@ def plan(request: CodeRequest) -> Plan:
                 applicable.append((s.id, safe))
             continue
         if s.id in moves:
-            new = apply_move(start, moves[s.id], sp)
+            new = _snap(apply_move(start, moves[s.id], sp), start, curated)
             if new is not None:
                 applicable.append((s.id, new))
     if applicable:
@@ -81,7 +103,7 @@ def plan(request: CodeRequest) -> Plan:
         return Plan(pattern, request.backend, start, knobs, (sid,),
                     f"from {origin}, applied strategy {sid}")
     move = fam.DIRECTION_MOVES.get(request.direction or "", {})
-    new = apply_move(start, move, sp) if move else None
+    new = _snap(apply_move(start, move, sp), start, curated) if move else None
     if new is not None:
         return Plan(pattern, request.backend, start, new, (),
                     f"from {origin}, no retrieved strategy applies here; direction {request.direction}'s own move")
