@@ -58,10 +58,6 @@ def test_bench_runs_the_agent_with_one_memory_per_lane(env: Path) -> None:
 
 
 def test_cli_bench_with_the_offline_exemplar_coder(env: Path) -> None:
-    try:
-        from htam_agent.coder.exemplar import ExemplarCoder  # noqa: F401
-    except ImportError as exc:
-        pytest.skip(f"the exemplar coder is not importable yet: {exc}")
     res = CliRunner().invoke(app, ["bundled", "--methods", "htam,one-shot", "--budget", "2", "--backend", "cpp",
                                    "--size", "small", "--baselines", "eager", "--coder", "exemplar",
                                    "--filter", "elementwise_leaky_relu", "--out", str(env / "b")])
