@@ -85,6 +85,11 @@ def show(
         s = mem.stats()
         console.print(f"[bold]HTAM memory[/bold] {s['data_dir']}: {s['events']} recorded transitions, "
                       f"{s['directions']} directions, {s['strategies']} strategies")
+        if "shared" in s:
+            sh = s["shared"]
+            state = f"[yellow]unreachable: {sh['last_error']}[/yellow]" if sh["last_error"] else "in step"
+            console.print(f"shared through {sh['server']} (collection {sh['log']}): replica {sh['replica']}, "
+                          f"{sh['pending']} write(s) not yet sent, {state}")
         if what in ("all", "directions"):
             t = Table(title="Directions (HTG level 1)")
             for col in ("id", "name", "prior" + (f" ({op_class})" if op_class else " (max)"), "bottlenecks",
@@ -193,7 +198,7 @@ def reset(ctx: typer.Context,
         console.print(f"[yellow]{e}[/yellow]")
         if not yes and not typer.confirm("Set the unreadable database aside and start a new memory?"):
             raise typer.Exit(1) from None
-        console.print(f"kept the old database as {set_aside(cfg.sqlite_path)}")
+        console.print(f"kept the old database as {set_aside(cfg.transitions_path)}")
         mem = HTAMemory(cfg)
     try:
         n = mem.transitions.count()

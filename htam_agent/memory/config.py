@@ -8,6 +8,7 @@ bearer token sent to the server), ``HTAM_EMBED_DEVICE`` (``cpu`` by default: the
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +71,16 @@ class MemoryConfig:
     @property
     def sqlite_path(self) -> Path:
         return self.data_dir / "transitions.sqlite3"
+
+    @property
+    def transitions_path(self) -> Path:
+        """The SQLite file the transitions live in: the memory itself, or with a server this host's replica of
+        the server's log (one per server and collection prefix, so switching servers never mixes them)."""
+        if not self.chroma_url:
+            return self.sqlite_path
+        srv = ChromaServer.parse(self.chroma_url)
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{srv.host}_{srv.port}_{self.collection_prefix}")
+        return self.data_dir / "replicas" / f"{name}.sqlite3"
 
     @property
     def chroma_path(self) -> Path:

@@ -1,7 +1,8 @@
 """HTAMemory: the one object the agent's nodes talk to (select a direction, retrieve strategies, record).
 
 SQLite (transitions, learned strategies) opens at construction and is all that selection and recording need;
-Chroma and the embedding model open on first retrieval, so `select_directions` and `record` stay light.
+Chroma and the embedding model open on first retrieval, so `select_directions` and `record` stay light. With a
+Chroma server the transitions are a replica of the server's log (shared_log.py), so hosts share them too.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from .schema import (
     Strategy,
     as_history,
 )
+from .shared_log import open_transitions
 from .stats import key_mask
 from .strategy_store import StrategyStore
-from .transitions import Event, TransitionStore
+from .transitions import Event
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class HTAMemory:
         self.policy = policy or PolicyConfig()
         self.retrieval = retrieval or RetrievalConfig()
         self.catalog = catalog or load_catalog()
-        self.transitions = TransitionStore(self.config.sqlite_path)
+        self.transitions = open_transitions(self.config)
         self._store: StrategyStore | None = None
         self._synced: str | None = None
         self._strategies: tuple[str, dict[str, Strategy]] | None = None
@@ -191,9 +193,14 @@ class HTAMemory:
         return rows
 
     def stats(self) -> dict[str, object]:
-        return {"data_dir": str(self.config.data_dir), "events": self.transitions.count(),
-                "directions": len(self.directions), "strategies": len(self.strategies()),
-                "chroma": self.config.chroma_location, "sqlite_bytes": self.transitions.size_bytes()}
+        out: dict[str, object] = {
+            "data_dir": str(self.config.data_dir), "events": self.transitions.count(),
+            "directions": len(self.directions), "strategies": len(self.strategies()),
+            "chroma": self.config.chroma_location, "sqlite_bytes": self.transitions.size_bytes()}
+        status = getattr(self.transitions, "status", None)
+        if status is not None:  # shared through a server: where the replica is, what has not reached it yet
+            out["shared"] = status()
+        return out
 
     # -- people's tools --------------------------------------------------------------------------------
 

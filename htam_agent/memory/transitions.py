@@ -18,7 +18,8 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -250,76 +251,43 @@ class TransitionStore:
 
     def append_many(self, events: Iterable[Event]) -> int:
         """Record events in one transaction (all or none); events whose uid exists are skipped."""
-        with self._lock:
-            c = self._conn
-            c.execute("BEGIN IMMEDIATE")
-            try:
-                added = _insert_events(c, events)
-                c.execute("COMMIT")
-            except BaseException:
-                c.execute("ROLLBACK")
-                raise
-            return added
+        return self._write(events, (), ties_win=True)[0]
 
     def put_learned_strategies(self, items: Iterable[tuple[str, str, float]]) -> int:
         """Insert or replace learned strategies (id, json, ts); a newer ts wins on conflict."""
-        with self._lock:
-            c = self._conn
-            c.execute("BEGIN IMMEDIATE")
-            try:
-                n = 0
-                for sid, js, ts in items:
-                    cur = c.execute(
-                        "INSERT INTO learned_strategies VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
-                        "json=excluded.json, ts=excluded.ts WHERE excluded.ts >= learned_strategies.ts",
-                        (sid, js, ts))
-                    n += cur.rowcount
-                if n:
-                    _bump_learned(c)
-                c.execute("COMMIT")
-            except BaseException:
-                c.execute("ROLLBACK")
-                raise
-            return n
+        return self._write((), items, ties_win=True)[1]
 
     def import_all(self, events: Sequence[Event], learned: Sequence[tuple[str, str, float]]) -> tuple[int, int]:
         """Merge events (by uid) and learned strategies in one transaction: all or nothing."""
+        return self._write(events, learned, ties_win=False)
+
+    def _write(self, events: Iterable[Event], learned: Iterable[tuple[str, str, float]], *,
+               ties_win: bool) -> tuple[int, int]:
+        with self._transaction() as c:
+            new = _insert_events(c, events)
+            changed = _upsert_learned(c, learned, ties_win=ties_win)
+            self._written(c, new, changed)
+        return len(new), len(changed)
+
+    def _written(self, c: sqlite3.Connection, events: list[Event], learned: list[tuple[str, str, float]]) -> None:
+        """Runs inside the writing transaction with what it added (the shared store queues it for the server)."""
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             c = self._conn
             c.execute("BEGIN IMMEDIATE")
             try:
-                added = _insert_events(c, events)
-                n_learned = 0
-                for sid, js, ts in learned:
-                    cur = c.execute(
-                        "INSERT INTO learned_strategies VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
-                        "json=excluded.json, ts=excluded.ts WHERE excluded.ts > learned_strategies.ts",
-                        (sid, js, ts))
-                    n_learned += cur.rowcount
-                if n_learned:
-                    _bump_learned(c)
+                yield c
                 c.execute("COMMIT")
             except BaseException:
                 c.execute("ROLLBACK")
                 raise
-            return added, n_learned
 
     def reset(self) -> None:
         """Forget all experience (events, learned strategies); readers rebuild through the new generation."""
-        with self._lock:
-            c = self._conn
-            c.execute("BEGIN IMMEDIATE")
-            try:
-                c.execute("DELETE FROM event_strategies")
-                c.execute("DELETE FROM events")
-                c.execute("DELETE FROM learned_strategies")
-                c.execute("DELETE FROM meta WHERE key LIKE 'watermark:%'")
-                c.execute("UPDATE meta SET value=? WHERE key='generation'", (secrets.token_hex(8),))
-                _bump_learned(c)
-                c.execute("COMMIT")
-            except BaseException:
-                c.execute("ROLLBACK")
-                raise
+        with self._lock, self._transaction() as c:
+            _clear(c)
             self._index = TransitionIndex()
             self._seen_id = 0
 
@@ -446,6 +414,16 @@ def _q(values: Iterable[str]) -> str:
     return ", ".join(f"'{v}'" for v in values)
 
 
+def _clear(c: sqlite3.Connection) -> None:
+    """Delete all experience inside the caller's transaction and start a new generation."""
+    c.execute("DELETE FROM event_strategies")
+    c.execute("DELETE FROM events")
+    c.execute("DELETE FROM learned_strategies")
+    c.execute("DELETE FROM meta WHERE key LIKE 'watermark:%'")
+    c.execute("UPDATE meta SET value=? WHERE key='generation'", (secrets.token_hex(8),))
+    _bump_learned(c)
+
+
 def _bump_learned(c: sqlite3.Connection) -> None:
     c.execute("INSERT INTO meta VALUES ('learned_version', ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
               (secrets.token_hex(8),))
@@ -455,12 +433,29 @@ _INSERT_EVENT = (f"INSERT OR IGNORE INTO events ({', '.join(_EVENT_COLS)}) "
                  f"VALUES ({', '.join('?' * len(_EVENT_COLS))})")
 
 
-def _insert_events(c: sqlite3.Connection, events: Iterable[Event]) -> int:
-    """Insert events and their strategy rows inside the caller's transaction; returns how many were new."""
-    added = 0
+def _insert_events(c: sqlite3.Connection, events: Iterable[Event]) -> list[Event]:
+    """Insert events and their strategy rows inside the caller's transaction; returns the ones that were new."""
+    added = []
     for ev in events:
         cur = c.execute(_INSERT_EVENT, ev.row())
         if cur.rowcount:
-            added += 1
+            added.append(ev)
             c.executemany("INSERT INTO event_strategies VALUES (?, ?)", [(cur.lastrowid, s) for s in ev.strategies])
     return added
+
+
+def _upsert_learned(c: sqlite3.Connection, items: Iterable[tuple[str, str, float]], *,
+                    ties_win: bool) -> list[tuple[str, str, float]]:
+    """Insert or replace learned strategies inside the caller's transaction, the newer ts winning (and an equal
+    ts too when ``ties_win``); returns the items that changed a row."""
+    cond = ">=" if ties_win else ">"
+    changed = []
+    for sid, js, ts in items:
+        cur = c.execute(
+            "INSERT INTO learned_strategies VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+            f"json=excluded.json, ts=excluded.ts WHERE excluded.ts {cond} learned_strategies.ts", (sid, js, ts))
+        if cur.rowcount:
+            changed.append((sid, js, ts))
+    if changed:
+        _bump_learned(c)
+    return changed

@@ -54,39 +54,55 @@ def chroma_executable() -> str | None:
     return shutil.which("chroma")
 
 
+class ChromaServerProcess:
+    """A real `chroma run` server on loopback; stop() and start() again keep its port and data folder."""
+
+    def __init__(self, path: Path, port: int | None = None) -> None:
+        exe = chroma_executable()
+        if exe is None:
+            pytest.skip("the `chroma` executable is not installed next to the Python interpreter nor on PATH")
+        self.exe, self.path, self.port = exe, path, port or _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> ChromaServerProcess:
+        import chromadb
+        from chromadb.config import Settings
+
+        log = self.path / "server.log"
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(log, "ab") as out:
+            self.proc = subprocess.Popen([self.exe, "run", "--path", str(self.path / "data"), "--port",
+                                          str(self.port), "--host", "127.0.0.1"], stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.time() + 60
+        while True:
+            try:
+                chromadb.HttpClient(host="127.0.0.1", port=self.port,
+                                    settings=Settings(anonymized_telemetry=False)).heartbeat()
+                return self
+            except Exception as e:
+                if self.proc.poll() is not None or time.time() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"chroma server did not start: {log.read_text()[-2000:]}") from e
+                time.sleep(0.3)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory):
     """A real `chroma run` server on loopback for the session; yields its URL."""
-    exe = chroma_executable()
-    if exe is None:
-        pytest.skip("the `chroma` executable is not installed next to the Python interpreter nor on PATH")
-    path = tmp_path_factory.mktemp("chroma_server")
-    port = _free_port()
-    log = open(path / "server.log", "wb")  # noqa: SIM115 - closed at teardown
-    proc = subprocess.Popen([exe, "run", "--path", str(path / "data"), "--port", str(port), "--host", "127.0.0.1"],
-                            stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    import chromadb
-    from chromadb.config import Settings
-
-    deadline = time.time() + 60
-    while True:
-        try:
-            chromadb.HttpClient(host="127.0.0.1", port=port, settings=Settings(anonymized_telemetry=False)).heartbeat()
-            break
-        except Exception as e:
-            if proc.poll() is not None or time.time() > deadline:
-                proc.kill()
-                log.close()
-                raise RuntimeError(f"chroma server did not start: {(path / 'server.log').read_text()[-2000:]}") from e
-            time.sleep(0.3)
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    server = ChromaServerProcess(tmp_path_factory.mktemp("chroma_server")).start()
+    yield server.url
+    server.stop()
 
 
 @pytest.fixture(params=["embedded", "server"])

@@ -38,10 +38,34 @@ def record_forever(db: str, batch: int, tag: str) -> None:
         i += batch
 
 
+def record_shared(data_dir: str, url: str, prefix: str, n: int, tag: str, go_file: str) -> None:
+    """One "host": its own memory folder, the shared server; records n steps through HTAMemory as the agent does,
+    and one learned strategy."""
+    from htam_agent.memory.config import MemoryConfig
+    from htam_agent.memory.htam import HTAMemory
+    from htam_agent.memory.schema import Strategy
+
+    mem = HTAMemory(MemoryConfig(data_dir, chroma_url=url, collection_prefix=prefix))
+    while not Path(go_file).exists():
+        time.sleep(0.005)
+    for i in range(n):
+        ev = _event(tag, i)
+        out = Outcome(ev.accepted, ev.status_after, ev.speedup_after, ev.failed_reason)
+        st = MemoryState(ev.key, ev.state_text, ev.speedup_before)
+        mem.record(st, "parallel_mapping", STRATS, out, history=["memory_access"], task_id=tag, run_id=tag,
+                   uid=f"{tag}:{i}")
+    base = mem.catalog.strategies[0]
+    mem.add_strategies([Strategy.model_validate({**base.model_dump(), "id": f"learned_{tag}",
+                                                 "title": f"learned on {tag}"})])
+    mem.close()
+
+
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
     if cmd == "record":
         record(args[0], int(args[1]), args[2], args[3])
+    elif cmd == "record_shared":
+        record_shared(args[0], args[1], args[2], int(args[3]), args[4], args[5])
     elif cmd == "record_forever":
         record_forever(args[0], int(args[1]), args[2])
     else:
