@@ -142,6 +142,10 @@ def bench_command(
             if ray:
                 from .ray_runner import run_bench_ray
 
+                if not base.chroma_url and ray != "local":
+                    typer.echo("note: without --chroma-url each Ray host keeps what the methods learn in its own "
+                               f"copy of {config.bench_dir}/memory; give a Chroma server to share it", err=True)
+
                 outcome = run_bench_ray(config, ray, units=units)
             else:
                 from .runner import run_bench

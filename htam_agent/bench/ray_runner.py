@@ -6,7 +6,9 @@ dict (RunResult.as_dict(), JSON types only) or the error it raised; the driver t
 appends it to BENCH/results.jsonl as soon as it arrives, so resume works exactly as on one host.
 
 Memory across hosts: give every host the same Chroma server (``--chroma-url`` / HTAM_CHROMA_URL, carried in
-the RunContext), so concurrent writers on different hosts lose nothing. Without it each host keeps its own
+the RunContext). The lanes' strategies, notes and transition logs then live on the server (memory/shared_log.py),
+so concurrent writers on different hosts lose nothing; each worker keeps its replica of a lane's log in a
+host-local folder (SQLite on a network file system is no place for it). Without a server each host keeps its own
 memory folder (the lane's path under the bench folder), which is only shared if that path is on a shared file
 system. Environment variables named HTAM_* (without secrets in their names) are forwarded to the workers; an
 LLM key is not: set it on the cluster's nodes (the variable named by RunContext.api_key_env).
@@ -14,9 +16,12 @@ LLM key is not: set it on the cluster's nodes (the variable named by RunContext.
 
 from __future__ import annotations
 
+import getpass
 import os
 import re
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from .records import RecordStore
@@ -43,6 +48,8 @@ def _remote_run(task_path: str, ctx: Any, run_id: str, run_fn: RunFn | None) -> 
     t0 = time.time()
     if run_fn is None:
         from .runner import agent_run_fn as run_fn
+    if getattr(ctx, "chroma_url", None):
+        ctx = ctx.with_(memory_dir=str(host_replica_dir(ctx.memory_namespace or "htam")))
     try:
         result = run_fn(task_path, ctx, run_id=run_id)
         res = result.as_dict() if hasattr(result, "as_dict") else dict(result)
@@ -50,6 +57,12 @@ def _remote_run(task_path: str, ctx: Any, run_id: str, run_fn: RunFn | None) -> 
     except Exception as exc:  # noqa: BLE001 - recorded by the driver, retried on the next bench run
         return {"result": None, "error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}",
                 "wall": time.time() - t0, "host": socket.gethostname()}
+
+
+def host_replica_dir(namespace: str) -> Path:
+    """Where a worker keeps its replicas of a lane's shared log: this host's temporary folder (the server holds
+    the log, so losing the folder costs a re-read, never experience)."""
+    return Path(tempfile.gettempdir()) / f"htam-replicas-{getpass.getuser()}" / namespace
 
 
 def forwarded_env() -> dict[str, str]:

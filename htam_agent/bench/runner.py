@@ -16,6 +16,7 @@ each lane sees its tasks in suite order; with several, different lanes mostly ru
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -110,6 +111,13 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
 
 
+def namespace(bench_dir: Path, lane: str) -> str:
+    """The lane's Chroma collection prefix: the same on every resume of this bench folder, different for another
+    folder of the same name (two benches on one server must not share what they learn)."""
+    digest = hashlib.sha1(str(bench_dir.resolve()).encode()).hexdigest()[:8]
+    return _slug(f"htam_{digest}_{lane}_{bench_dir.name}")[:60].rstrip("_.-")
+
+
 def plan(config: BenchConfig, tasks: list[BenchTask] | None = None) -> list[Unit]:
     """Every unit of the bench, in run order (task-major, then lanes in the order given)."""
     methods = get_methods(config.methods)
@@ -124,7 +132,7 @@ def plan(config: BenchConfig, tasks: list[BenchTask] | None = None) -> list[Unit
                 # each lane learns alone: its own folder, and its own collections on a shared Chroma server
                 ctx = method.context(config.base, config.budget).with_(
                     seed=seed, memory_dir=str(root / "memory" / lane), runs_dir=str(root / "runs" / lane),
-                    memory_namespace=_slug(f"htam_{root.name}_{lane}")[:60])
+                    memory_namespace=namespace(root, lane))
                 run_id = _slug(f"{task.id}--{lane}-b{config.budget}")
                 units.append(Unit(task, method, seed, config.budget, ctx, run_id))
     return units

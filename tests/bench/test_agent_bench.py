@@ -57,6 +57,47 @@ def test_bench_runs_the_agent_with_one_memory_per_lane(env: Path) -> None:
     assert not (env / "user-memory").exists()
 
 
+def test_ray_workers_share_what_they_learn_through_a_chroma_server(env: Path) -> None:
+    """The agent on a local Ray cluster (2 CPUs), memory on a real `chroma run` server: the driver, reading the
+    server through a replica of its own, sees every step both workers recorded; nothing went to the lane's
+    folder under the bench (the workers kept their replicas host-local)."""
+    import bench_helpers
+    import ray
+    from support.chroma_server import ChromaServerProcess
+
+    from htam_agent.bench.ray_runner import host_replica_dir, run_bench_ray
+    from htam_agent.memory.config import MemoryConfig
+    from htam_agent.memory.htam import HTAMemory
+
+    server = ChromaServerProcess(env / "chroma").start()
+    try:
+        base = RunContext.from_env(backend="cpp", size="small", baselines=("eager",), chroma_url=server.url)
+        cfg = BenchConfig(suite="bundled", bench_dir=str(env / "bench"), methods=["htam"], budget=2, base=base,
+                          task_filter="norm_softmax,reduction_row_sum")
+        ray.cloudpickle.register_pickle_by_value(bench_helpers)  # the workers cannot import the test folder
+        try:
+            out = run_bench_ray(cfg, "local", agent_with_bundled_coder, progress=False, num_cpus=2,
+                                include_dashboard=False)
+        finally:
+            ray.shutdown()
+        assert (out.ran, out.errors) == (2, 0), [r["error"] for r in out.records]
+        assert all(r["executor"] == "ray" and r["correct"] for r in out.records)
+        ns = out.units[0].ctx.memory_namespace
+        assert ns and all(u.ctx.memory_namespace == ns for u in out.units)
+        with HTAMemory(MemoryConfig(env / "driver", chroma_url=server.url, collection_prefix=ns)) as mem:
+            events = [e for _, e in mem.transitions.events()]
+            assert mem.transitions.pending() == 0
+        runs = {r["run_id"]: r for r in out.records}
+        assert {e.run_id for e in events} == set(runs)
+        for run_id, rec in runs.items():  # one event per step the run took, none lost, none twice
+            steps = [e for e in events if e.run_id == run_id]
+            assert len(steps) == len({e.uid for e in steps}) == len(rec["result"]["steps"]) >= 1
+        assert not list((env / "bench" / "memory").rglob("*.sqlite3"))
+        assert list(host_replica_dir(ns).rglob("*.sqlite3"))
+    finally:
+        server.stop()
+
+
 def test_cli_bench_with_the_offline_exemplar_coder(env: Path) -> None:
     res = CliRunner().invoke(app, ["bundled", "--methods", "htam,one-shot", "--budget", "2", "--backend", "cpp",
                                    "--size", "small", "--baselines", "eager", "--coder", "exemplar",

@@ -11,8 +11,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import ChromaServerProcess, subprocess_env
+from conftest import subprocess_env
 from memory_helpers import gain, state
+from support.chroma_server import ChromaServerProcess
 
 from htam_agent.memory.config import MemoryConfig
 from htam_agent.memory.htam import HTAMemory
