@@ -8,8 +8,8 @@ writers on different hosts never touch the same record and none is lost.
 
 Each host reads from its replica (the SQLite layout of transitions.py, under ``replicas/`` in its memory
 folder), brought up to date before each read: the server's record count says whether anything is new (one
-request), the records of the last minute usually bring the replica level, and a listing of the ids catches
-what a writer with a late clock added.
+request), the ids of the records stamped in the last minute usually show what is missing, and a listing of
+all ids catches what a writer with a late clock (or a long outage) added; only unseen records are fetched.
 
 A write lands in the replica and in an outbox in one transaction, then goes to the server. If the server
 cannot be reached it stays in the outbox and goes with a later write or read, so a network hiccup loses
@@ -24,7 +24,7 @@ import logging
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -57,7 +57,9 @@ Record = tuple[str, str, float]  # record id, JSON document, ts
 
 
 class LogUnavailable(RuntimeError):
-    """The Chroma server did not answer a request of the log."""
+    """The Chroma server did not answer a request of the log (``gone``: the collection no longer exists)."""
+
+    gone: bool = False
 
 
 class ServerLog:
@@ -79,11 +81,12 @@ class ServerLog:
                 self._client = make_client(self._config)
             return fn()
         except Exception as e:  # noqa: BLE001 - chromadb and httpx raise many types; all mean "not now"
-            raise LogUnavailable(f"the Chroma server at {self.url} failed to {what} "
-                                 f"({type(e).__name__}: {e})") from e
+            err = LogUnavailable(f"the Chroma server at {self.url} failed to {what} ({type(e).__name__}: {e})")
+            err.gone = type(e).__name__ == "NotFoundError" or "does not exist" in str(e)
+            raise err from e
 
     def collection(self) -> Any:
-        """The log's collection, looked up on every call so that a reset by another host is noticed."""
+        """The log's collection (created if missing); after a reset it has another id."""
         return self._call("open the collection " + self.name, lambda: self._client.get_or_create_collection(
             self.name, embedding_function=None))
 
@@ -98,10 +101,10 @@ class ServerLog:
     def count(self, col: Any) -> int:
         return int(self._call("count records", col.count))
 
-    def since(self, col: Any, ts: float) -> list[Record]:
-        got = self._call("read recent records", lambda: col.get(where={"ts": {"$gte": ts}},
-                                                                 include=["documents", "metadatas"]))
-        return _records(got)
+    def since(self, col: Any, ts: float) -> list[str]:
+        """Ids of the records stamped ts or later (ids only: most of them are usually known already)."""
+        got = self._call("list recent records", lambda: col.get(where={"ts": {"$gte": ts}}, include=[]))
+        return list(got["ids"])
 
     def ids(self, col: Any) -> set[str]:
         out: set[str] = set()
@@ -155,6 +158,7 @@ class SharedTransitionStore(TransitionStore):
         self.last_error: str | None = None
         self._retry_at = 0.0
         self._log_id: str | None = None
+        self._col: Any = None
         with self._transaction() as c:
             for stmt in _DDL:
                 c.execute(stmt)
@@ -174,15 +178,12 @@ class SharedTransitionStore(TransitionStore):
         if not strict and time.monotonic() < self._retry_at:
             return False
         try:
-            col = self.server.collection()
-            self._adopt(str(col.id))
-            self._push(col)
-            n = self.server.count(col)
-            if n > self._n_seen():
-                self._ingest(self.server.since(col, self._watermark() - CLOCK_SKEW_S))
-            if n > self._n_seen():
-                missing = self.server.ids(col) - self._seen_ids()
-                self._ingest(self.server.fetch(col, sorted(missing)))
+            try:
+                self._exchange(self._col or self._lookup())
+            except LogUnavailable as e:
+                if not e.gone:
+                    raise
+                self._exchange(self._lookup())  # another host reset the log: the collection was dropped
         except LogUnavailable as e:
             if strict:
                 raise
@@ -196,6 +197,20 @@ class SharedTransitionStore(TransitionStore):
             log.warning("the Chroma server at %s answers again; the replica is in step", self.server.url)
         self.last_error = None
         return True
+
+    def _lookup(self) -> Any:
+        self._col = self.server.collection()
+        self._adopt(str(self._col.id))
+        return self._col
+
+    def _exchange(self, col: Any) -> None:
+        self._push(col)
+        n = self.server.count(col)
+        if n > self._n_seen():
+            recent = self._unseen(self.server.since(col, self._watermark() - CLOCK_SKEW_S))
+            self._ingest(self.server.fetch(col, recent))
+        if n > self._n_seen():
+            self._ingest(self.server.fetch(col, self._unseen(self.server.ids(col))))
 
     def _adopt(self, log_id: str) -> None:
         """A collection with another id means the log was reset (or this is another server): start over from the
@@ -246,9 +261,15 @@ class SharedTransitionStore(TransitionStore):
         with self._lock:
             return int(self._conn.execute("SELECT count(*) FROM shared_seen").fetchone()[0])
 
-    def _seen_ids(self) -> set[str]:
+    def _unseen(self, ids: Iterable[str]) -> list[str]:
+        ids = sorted(set(ids))
         with self._lock:
-            return {r[0] for r in self._conn.execute("SELECT rid FROM shared_seen")}
+            seen: set[str] = set()
+            for i in range(0, len(ids), 500):
+                part = ids[i:i + 500]
+                seen.update(r[0] for r in self._conn.execute(
+                    f"SELECT rid FROM shared_seen WHERE rid IN ({', '.join('?' * len(part))})", part))
+        return [i for i in ids if i not in seen]
 
     def _watermark(self) -> float:
         return float(self.get_meta("shared:watermark") or 0.0)
@@ -288,7 +309,7 @@ class SharedTransitionStore(TransitionStore):
             c.execute("DELETE FROM meta WHERE key='shared:watermark'")
             c.execute("INSERT INTO meta VALUES ('shared:log_id', ?) ON CONFLICT(key) DO UPDATE SET "
                       "value=excluded.value", (str(col.id),))
-            self._index, self._seen_id, self._log_id = TransitionIndex(), 0, str(col.id)
+            self._index, self._seen_id, self._log_id, self._col = TransitionIndex(), 0, str(col.id), col
 
     # -- reads see the server's log --------------------------------------------------------------------
 
