@@ -55,15 +55,10 @@ def memory_for(ctx: RunContext) -> HTAMemory | None:
         return inj
 
     def build() -> HTAMemory:
-        from dataclasses import replace
-
         from htam_agent.memory.config import MemoryConfig
         from htam_agent.memory.htam import HTAMemory
 
-        config = MemoryConfig.from_env(ctx.memory_dir, ctx.chroma_url)
-        if ctx.memory_namespace:
-            config = replace(config, collection_prefix=ctx.memory_namespace)
-        return HTAMemory(config)
+        return HTAMemory(MemoryConfig.from_env(ctx.memory_dir, ctx.chroma_url, ctx.memory_namespace))
 
     return _cached(("memory", ctx.memory_dir, ctx.chroma_url, ctx.memory_namespace), build)
 

@@ -130,7 +130,8 @@ def bench_command(
             c = u.ctx
             typer.echo(f"  {u.method.name:<22} steps={c.steps} candidates={c.candidates} max_repairs={c.max_repairs} "
                        f"memory={c.memory_mode} policy={c.direction_policy} strategies={c.use_strategies} "
-                       f"transitions={c.use_transitions} -> at most {max_evaluations(c)} evaluations per task")
+                       f"transitions={c.use_transitions} -> at most {max_evaluations(c)} evaluations per task"
+                       + (f" (memory: htam memory --namespace {c.memory_namespace})" if c.chroma_url else ""))
         raise typer.Exit(0)
 
     if not report_only:

@@ -33,9 +33,12 @@ def _options(
     data_dir: Annotated[Path | None, typer.Option("--dir", help=_DIR_HELP, envvar="HTAM_MEMORY_DIR")] = None,
     chroma_url: Annotated[str | None, typer.Option("--chroma-url", help="Chroma server URL (shared memory).",
                                                    envvar="HTAM_CHROMA_URL")] = None,
+    namespace: Annotated[str | None, typer.Option(
+        "--namespace", help="collection prefix on the server (a bench lane's: see its plan)",
+        envvar="HTAM_MEMORY_NAMESPACE")] = None,
 ) -> None:
     obj = ctx.ensure_object(dict)
-    obj["memory_config"] = MemoryConfig.from_env(data_dir, chroma_url)
+    obj["memory_config"] = MemoryConfig.from_env(data_dir, chroma_url, namespace)
 
 
 def _open(ctx: typer.Context):  # noqa: ANN202 - returns HTAMemory (imported lazily)

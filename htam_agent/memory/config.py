@@ -1,7 +1,8 @@
 """Where the memory lives: a per-user data directory by default, a Chroma server when several share it.
 
 Environment: ``HTAM_MEMORY_DIR`` (data directory), ``HTAM_CHROMA_URL`` (e.g. ``http://127.0.0.1:8000``; when
-set, strategies and notes go to that server instead of the embedded store), ``HTAM_CHROMA_TOKEN`` (optional
+set, strategies, notes and the transition log go to that server instead of the folder),
+``HTAM_MEMORY_NAMESPACE`` (the collections' prefix, ``htam`` by default), ``HTAM_CHROMA_TOKEN`` (optional
 bearer token sent to the server), ``HTAM_EMBED_DEVICE`` (``cpu`` by default: the GPU is for kernels), ``HTAM_EMBED_THREADS`` (1 by default).
 """
 
@@ -60,10 +61,12 @@ class MemoryConfig:
         object.__setattr__(self, "data_dir", Path(self.data_dir).expanduser())  # accept str paths too
 
     @classmethod
-    def from_env(cls, data_dir: str | Path | None = None, chroma_url: str | None = None) -> MemoryConfig:
+    def from_env(cls, data_dir: str | Path | None = None, chroma_url: str | None = None,
+                 namespace: str | None = None) -> MemoryConfig:
         return cls(
             data_dir=Path(data_dir).expanduser() if data_dir else default_data_dir(),
             chroma_url=chroma_url or os.environ.get("HTAM_CHROMA_URL") or None,
+            collection_prefix=namespace or os.environ.get("HTAM_MEMORY_NAMESPACE") or "htam",
             chroma_token=os.environ.get("HTAM_CHROMA_TOKEN") or None,
             embed_device=os.environ.get("HTAM_EMBED_DEVICE", "cpu"),
         )

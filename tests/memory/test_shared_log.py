@@ -157,3 +157,19 @@ def test_learned_strategy_versions_from_two_hosts_newest_wins(tmp_path, chroma_s
     assert a.transitions.server.count(a.transitions.server.collection()) == 2
     a.close()
     b.close()
+
+
+def test_memory_show_reports_the_server_and_what_waits(tmp_path, chroma_server):
+    from typer.testing import CliRunner
+
+    from htam_agent.memory.cli import app
+
+    prefix = f"t{uuid.uuid4().hex[:10]}"
+    with _host(tmp_path, "a", chroma_server, prefix) as a:
+        for i in range(2):
+            a.record(state(), "memory_access", [], gain(1.1), uid=f"s{i}")
+    r = CliRunner().invoke(app, ["--dir", str(tmp_path / "viewer"), "--chroma-url", chroma_server, "--namespace",
+                                 prefix, "show", "--what", "edges"], env={"COLUMNS": "250"})
+    assert r.exit_code == 0, r.output
+    assert "2 recorded transitions" in r.output and f"collection {prefix}_log" in r.output
+    assert "0 write(s) not yet sent, in step" in r.output
