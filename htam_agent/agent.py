@@ -9,6 +9,7 @@ verdicts and their memory records are already saved).
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 from collections.abc import Callable
 from contextlib import closing
@@ -19,6 +20,8 @@ from htam_agent.artifacts import RunArtifacts
 from htam_agent.context import RunContext
 from htam_agent.resources import Resources
 from htam_agent.result import RunResult
+
+log = logging.getLogger(__name__)
 
 EventHandler = Callable[[dict[str, Any]], None]
 InterruptHandler = Callable[[dict[str, Any]], Any]
@@ -109,7 +112,31 @@ def run_optimization(task_path: str | Path, ctx: RunContext | None = None, *, ch
             if on_event:
                 on_event({"event": "interrupt", **pending})
             inp = Command(resume=_answer(run_id, pending, on_interrupt))
+        if not ctx.keep_checkpoints and (art.root / "result.json").exists():
+            prune_checkpoints(conn, run_id)
     return RunResult.from_dict(json.loads((art.root / "result.json").read_text()))
+
+
+def prune_checkpoints(conn: sqlite3.Connection, thread_id: str) -> int:
+    """Keep only the last checkpoint of a finished run: `resume` needs no more, and the earlier ones (the
+    state after every super-step, candidate code included) are about nine tenths of a run folder. Returns the
+    number of checkpoints removed; a checkpoint table of another layout is left as it is."""
+    try:
+        with conn:
+            removed = 0
+            for ns, last in conn.execute("SELECT checkpoint_ns, max(checkpoint_id) FROM checkpoints "
+                                         "WHERE thread_id=? GROUP BY checkpoint_ns", (thread_id,)).fetchall():
+                for table in ("writes", "checkpoints"):
+                    cur = conn.execute(f"DELETE FROM {table} WHERE thread_id=? AND checkpoint_ns=? "
+                                       "AND checkpoint_id<>?", (thread_id, ns, last))
+                    removed += cur.rowcount if table == "checkpoints" else 0
+        if removed:
+            conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # give the space back to the file system now
+        return removed
+    except sqlite3.Error as exc:
+        log.warning("left the checkpoints of %s as they are: %s", thread_id, exc)
+        return 0
 
 
 def _answer(run_id: str, payload: dict[str, Any], handler: InterruptHandler | None) -> Any:

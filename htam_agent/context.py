@@ -12,6 +12,7 @@ baselines (one-shot, refine, flat memory, best-of-n) are the same graph with ano
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -43,8 +44,19 @@ def default_runs_dir() -> Path:
     return cache_root() / "runs"
 
 
+def _boolean(raw: str) -> bool:
+    v = raw.strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(raw)
+
+
+_boolean.__name__ = "boolean (1/0, true/false)"
+
 # name -> (environment variable, converter). Fields absent here have no variable.
-_ENV: dict[str, tuple[str, type]] = {
+_ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
     "model": ("HTAM_MODEL", str),
     "base_url": ("HTAM_BASE_URL", str),
     "api_key_env": ("HTAM_API_KEY_ENV", str),
@@ -69,6 +81,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "chroma_url": ("HTAM_CHROMA_URL", str),
     "memory_namespace": ("HTAM_MEMORY_NAMESPACE", str),
     "runs_dir": ("HTAM_RUNS_DIR", str),
+    "keep_checkpoints": ("HTAM_KEEP_CHECKPOINTS", _boolean),
     "compile_timeout_s": ("HTAM_COMPILE_TIMEOUT", float),
     "run_timeout_s": ("HTAM_RUN_TIMEOUT", float),
     "seed": ("HTAM_SEED", int),
@@ -130,6 +143,9 @@ class RunContext:
     #: prefix of the Chroma collections: separates memories that share one Chroma server (bench methods)
     memory_namespace: str | None = None
     runs_dir: str | None = None       # None: default_runs_dir()
+    #: keep every checkpoint of a finished run (time travel in LangGraph Studio); by default only the last
+    #: one stays, which is all `--resume` needs, and the run folder shrinks about tenfold
+    keep_checkpoints: bool = False
 
     seed: int = 0
     tags: tuple[str, ...] = field(default_factory=tuple)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -62,8 +64,11 @@ def test_kill9_mid_run_resumes_without_repeating_steps(agent_env: Path) -> None:
         evs = [e for _, e in mem.transitions.events() if e.run_id == run_id]
     assert len(evs) == 3  # one per step: nothing lost, nothing counted twice
 
+    # a finished run keeps only its last checkpoint, and that is enough to resume to its result
+    with closing(sqlite3.connect(run_dir / "checkpoints.sqlite")) as c:
+        assert c.execute("SELECT count(*) FROM checkpoints WHERE thread_id=?", (run_id,)).fetchone()[0] == 1
     again = run_optimization(softmax_task(), ctx, coder=ScriptedCoder([]), run_id=run_id, resume=True)
-    assert again.as_dict() == result.as_dict()  # a finished run resumes to its result
+    assert again.as_dict() == result.as_dict()
 
 
 def test_person_changes_direction_then_edits_code(agent_env: Path) -> None:
