@@ -144,7 +144,7 @@ class RunContext:
     memory_namespace: str | None = None
     runs_dir: str | None = None       # None: default_runs_dir()
     #: keep every checkpoint of a finished run (time travel in LangGraph Studio); by default only the last
-    #: one stays, which is all `--resume` needs, and the run folder shrinks about tenfold
+    #: one stays, which is all `--resume` needs (a 6-step run folder measured 2.3 MB before, 0.32 MB after)
     keep_checkpoints: bool = False
 
     seed: int = 0
