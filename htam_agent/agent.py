@@ -119,8 +119,8 @@ def run_optimization(task_path: str | Path, ctx: RunContext | None = None, *, ch
 
 def prune_checkpoints(conn: sqlite3.Connection, thread_id: str) -> int:
     """Keep only the last checkpoint of a finished run: `resume` needs no more, and the earlier ones (the
-    state after every super-step, candidate code included) were 2.0 of the 2.3 MB of a measured 6-step run. Returns the
-    number of checkpoints removed; a checkpoint table of another layout is left as it is."""
+    state after every super-step, candidate code included) were 2.0 of the 2.3 MB of a measured 6-step run.
+    Returns the number of checkpoints removed; a checkpoint table of another layout is left as it is."""
     try:
         with conn:
             removed = 0
