@@ -1,6 +1,12 @@
 """The exemplar coder's suite figures from a verdict file (RESULTS.md, issue 6).
 
     python benchmarks/exemplar_summary.py benchmarks/results/h200_exemplar_cuda_verdicts.jsonl [--backend cuda]
+    python benchmarks/exemplar_summary.py benchmarks/results/h200_exemplar_triton_verdicts.jsonl --backend triton \
+        --compile-from benchmarks/results/h200_exemplar_cuda_verdicts.jsonl
+
+``--compile-from``: a batch run with the eager baseline only takes its torch.compile times from the baseline
+records of another verdict file of the same device (a different session: the eager medians of the two files
+are compared per task, so the drift between sessions is printed next to the figures).
 
 Per covered task: the best accepted candidate (the reach of a search over the space) and the family default
 (the first enumerated variant, matched by source hash); geomeans per family and overall.
@@ -36,12 +42,28 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("verdicts")
     ap.add_argument("--backend", default="cuda")
+    ap.add_argument("--compile-from", default=None, help="verdict file whose baseline records give torch.compile")
     args = ap.parse_args()
     by_sha = {}
+    eager: dict[str, float] = {}
     for line in Path(args.verdicts).read_text().splitlines():
         v = json.loads(line)
         if v.get("kind") == "candidate" and v["backend"] == args.backend:
             by_sha[(v["task"], v["candidate_sha256"])] = v  # one source can serve several tasks
+        elif v.get("kind") == "baseline":
+            eager[v["task"]] = v["timing"]["eager"]["median_ms"]
+    if args.compile_from:
+        other = {}
+        for line in Path(args.compile_from).read_text().splitlines():
+            v = json.loads(line)
+            if v.get("kind") == "baseline" and "compile" in v["timing"]:
+                other[v["task"]] = v["timing"]
+        drift = [eager[t] / other[t]["eager"]["median_ms"] for t in eager if t in other]
+        print(f"eager median here / in {Path(args.compile_from).name}: geomean {_gm(drift):.3f}, "
+              f"range {min(drift):.3f}-{max(drift):.3f} over {len(drift)} tasks")
+        for v in by_sha.values():
+            if v["accepted"] and v.get("speedup_vs_compile") is None and v["task"] in other:
+                v["speedup_vs_compile"] = other[v["task"]]["compile"]["median_ms"] / v["timing"]["candidate"]["median_ms"]
     rows = []
     for path in sorted(SUITE_DIR.glob("*.py")):
         try:
