@@ -16,6 +16,8 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+from htam_agent import safe_ast
+
 from ..base import UnsupportedTask
 from .spec import Chain, Operand, Pattern, Prefix, Ref, Step
 
@@ -389,7 +391,7 @@ def _is_last_dim(dim: Any, rank: int) -> bool:
 
 def _init_and_imports(task: str, source: str) -> tuple[str, str]:
     """The reference's `__init__` (copied so parameters, buffers and state_dict keys match) and its imports."""
-    tree = ast.parse(source)
+    tree = safe_ast.parse(source)
     imports = ["import torch", "import torch.nn as nn", "import torch.nn.functional as F"]
     top_names: set[str] = set()
     for node in tree.body:
