@@ -14,6 +14,7 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from htam_agent.context import RunContext
+from htam_agent.nodes._memory_state import NEAR_ROOFLINE, failed_to_compile
 from htam_agent.state import AgentState, Analysis, latest_per_variant, step_candidates
 
 _ELEMENTWISE = {
@@ -98,15 +99,13 @@ def status_of(state: AgentState) -> str:
     best = state.get("best")
     if best:
         frac = best.get("roofline_fraction")
-        return "near_roofline" if frac is not None and frac >= 0.7 else "correct_slow"
+        return "near_roofline" if frac is not None and frac >= NEAR_ROOFLINE else "correct_slow"
     step = state.get("step", 0)
     if step == 0:
         return "none"
     last = list(latest_per_variant(step_candidates(state, step - 1)).values())
     if not last:
         return "none"
-    from htam_agent.nodes.update_memory import failed_to_compile
-
     verdicts = [(c.get("verdict") or c.get("compile") or {"status": "compile_error"}) for c in last]
     if all(failed_to_compile(v) for v in verdicts) or all(not c.get("code") for c in last):
         return "compile_error"

@@ -13,39 +13,17 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from htam_agent.context import RunContext
-from htam_agent.nodes._memory_state import history_steps, memory_state
+from htam_agent.nodes._memory_state import history_steps, memory_state, memory_status, roofline_fraction
 from htam_agent.nodes.generate import UNSUPPORTED
 from htam_agent.resources import memory_for
 from htam_agent.state import AgentState, Best, StepRecord, evaluations_used, step_candidates
-
-NEAR_ROOFLINE = 0.7
 
 
 def _speed(c: dict[str, Any]) -> float:
     return (c.get("verdict") or {}).get("speedup_vs_eager") or 0.0
 
 
-def _roof(verdict: dict[str, Any]) -> float | None:
-    return (verdict.get("roofline") or {}).get("fraction")
 
-
-# NVRTC and Triton compile at the first launch, so the evaluator reports their compiler errors as errors of
-# the first call; for the memory and the prompts they are compile errors all the same.
-_JIT_COMPILE_ERRORS = ("Kernel compilation failed", "CompilationError", "nvrtc: error", "NVRTC_ERROR")
-
-
-def failed_to_compile(verdict: dict[str, Any]) -> bool:
-    if verdict.get("status") in ("compile_error", "invalid_candidate"):
-        return True
-    text = f"{verdict.get('reason') or ''} {verdict.get('compiler_message') or ''}"
-    return verdict.get("status") == "runtime_error" and any(m in text for m in _JIT_COMPILE_ERRORS)
-
-
-def memory_status(verdict: dict[str, Any]) -> str:
-    if verdict.get("accepted"):
-        frac = _roof(verdict)
-        return "near_roofline" if frac is not None and frac >= NEAR_ROOFLINE else "correct_slow"
-    return "compile_error" if failed_to_compile(verdict) else "incorrect"
 
 
 def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -71,7 +49,7 @@ def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, 
             update["best"] = Best(step=step, variant=chosen.get("variant", 0), code=chosen["code"] or "",
                                   code_path=chosen.get("code_path") or "", verdict=verdict,
                                   speedup_vs_eager=speed, speedup_vs_compile=verdict.get("speedup_vs_compile"),
-                                  roofline_fraction=_roof(verdict))
+                                  roofline_fraction=roofline_fraction(verdict))
 
     never_evaluated = bool(cands) and all((c.get("verdict") or {}).get("not_evaluated") for c in cands)
     # a coder that cannot handle the task says nothing about the direction: no transition is recorded
@@ -96,7 +74,7 @@ def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, 
     record = StepRecord(step=step, direction=direction.get("id"), direction_reason=direction.get("reason", ""),
                         strategies=strategy_ids, status=verdict.get("status", "none"), accepted=bool(accepted),
                         failed=not accepted, speedup_vs_eager=verdict.get("speedup_vs_eager"),
-                        speedup_vs_compile=verdict.get("speedup_vs_compile"), roofline_fraction=_roof(verdict),
+                        speedup_vs_compile=verdict.get("speedup_vs_compile"), roofline_fraction=roofline_fraction(verdict),
                         repairs=max((c.get("repair", 0) for c in cands), default=0), candidates=len(cands),
                         reason=(verdict.get("reason") or "")[:500], improved=improved)
     update["history"] = [record]
