@@ -62,7 +62,11 @@ def _remote_run(task_path: str, ctx: Any, run_id: str, run_fn: RunFn | None) -> 
 def host_replica_dir(namespace: str) -> Path:
     """Where a worker keeps its replicas of a lane's shared log: this host's temporary folder (the server holds
     the log, so losing the folder costs a re-read, never experience)."""
-    return Path(tempfile.gettempdir()) / f"htam-replicas-{getpass.getuser()}" / namespace
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # a container user without a passwd entry
+        user = str(os.getuid()) if hasattr(os, "getuid") else "user"
+    return Path(tempfile.gettempdir()) / f"htam-replicas-{user}" / namespace
 
 
 def forwarded_env() -> dict[str, str]:
