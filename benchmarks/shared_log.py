@@ -89,14 +89,11 @@ def _start_server(path: Path) -> tuple[subprocess.Popen, str]:
     import chromadb
     from chromadb.config import Settings
 
-    exe = Path(sys.executable).with_name("chroma")
-    exe = str(exe) if exe.exists() else shutil.which("chroma")
-    if not exe:
-        raise SystemExit("the `chroma` executable is not installed; pass --chroma-url")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([exe, "run", "--path", str(path), "--port", str(port), "--host", "127.0.0.1"],
+    chroma = [sys.executable, "-c", "import sys; from chromadb.cli.cli import app; sys.exit(app())"]
+    proc = subprocess.Popen([*chroma, "run", "--path", str(path), "--port", str(port), "--host", "127.0.0.1"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(200):
         try:

@@ -30,7 +30,7 @@ from .schema import (
     Strategy,
     as_history,
 )
-from .shared_log import open_transitions
+from .shared_log import SharedTransitionStore, open_transitions
 from .stats import key_mask
 from .strategy_store import StrategyStore
 from .transitions import Event
@@ -197,9 +197,8 @@ class HTAMemory:
             "data_dir": str(self.config.data_dir), "events": self.transitions.count(),
             "directions": len(self.directions), "strategies": len(self.strategies()),
             "chroma": self.config.chroma_location, "sqlite_bytes": self.transitions.size_bytes()}
-        status = getattr(self.transitions, "status", None)
-        if status is not None:  # shared through a server: where the replica is, what has not reached it yet
-            out["shared"] = status()
+        if isinstance(self.transitions, SharedTransitionStore):  # where the replica is, what waits to be sent
+            out["shared"] = self.transitions.status()
         return out
 
     # -- people's tools --------------------------------------------------------------------------------

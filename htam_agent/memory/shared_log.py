@@ -36,6 +36,7 @@ from .transitions import (
     TransitionStore,
     _clear,
     _insert_events,
+    _put_meta,
     _upsert_learned,
 )
 
@@ -125,14 +126,11 @@ class ServerLog:
         return out
 
     def drop(self) -> None:
-        def delete() -> None:
-            try:
-                self._client.delete_collection(self.name)
-            except Exception as e:
-                if "does not exist" not in str(e) and type(e).__name__ != "NotFoundError":
-                    raise
-
-        self._call("delete the collection " + self.name, delete)
+        try:
+            self._call("delete the collection " + self.name, lambda: self._client.delete_collection(self.name))
+        except LogUnavailable as e:
+            if not e.gone:
+                raise
 
 
 def _records(got: dict[str, Any]) -> list[Record]:
@@ -217,18 +215,27 @@ class SharedTransitionStore(TransitionStore):
         server, keeping the writes that never reached it."""
         if log_id == self._log_id:
             return
-        with self._lock, self._transaction() as c:
+        with self._transaction() as c:
             row = c.execute("SELECT value FROM meta WHERE key='shared:log_id'").fetchone()
-            if row is not None and row[0] != log_id:
-                _clear(c)
-                c.execute("DELETE FROM shared_seen")
-                c.execute("DELETE FROM meta WHERE key='shared:watermark'")
-                for rid, doc, _ts in c.execute("SELECT rid, doc, ts FROM shared_outbox").fetchall():
-                    _apply(c, rid, doc)
-                self._index, self._seen_id = TransitionIndex(), 0
-            c.execute("INSERT INTO meta VALUES ('shared:log_id', ?) ON CONFLICT(key) DO UPDATE SET "
-                      "value=excluded.value", (log_id,))
+            if row is None:
+                _put_meta(c, "shared:log_id", log_id)
+            elif row[0] != log_id:
+                self._start_over(c, log_id, keep_outbox=True)
         self._log_id = log_id
+
+    def _start_over(self, c: sqlite3.Connection, log_id: str, *, keep_outbox: bool) -> None:
+        """Empty the replica for the log ``log_id`` (inside the caller's transaction); writes still in the
+        outbox go back into it when kept, and are sent with the next sync."""
+        _clear(c)
+        c.execute("DELETE FROM shared_seen")
+        c.execute("DELETE FROM meta WHERE key='shared:watermark'")
+        if keep_outbox:
+            for rid, doc, _ts in c.execute("SELECT rid, doc, ts FROM shared_outbox").fetchall():
+                _apply(c, rid, doc)
+        else:
+            c.execute("DELETE FROM shared_outbox")
+        _put_meta(c, "shared:log_id", log_id)
+        self._index, self._seen_id, self._log_id = TransitionIndex(), 0, log_id
 
     def _push(self, col: Any) -> None:
         with self._lock:
@@ -302,14 +309,9 @@ class SharedTransitionStore(TransitionStore):
             col = self.server.collection()
         except LogUnavailable as e:
             raise MemoryStoreError(f"{e}; nothing was reset") from e
-        with self._lock, self._transaction() as c:
-            _clear(c)
-            for table in ("shared_seen", "shared_outbox"):
-                c.execute(f"DELETE FROM {table}")
-            c.execute("DELETE FROM meta WHERE key='shared:watermark'")
-            c.execute("INSERT INTO meta VALUES ('shared:log_id', ?) ON CONFLICT(key) DO UPDATE SET "
-                      "value=excluded.value", (str(col.id),))
-            self._index, self._seen_id, self._log_id, self._col = TransitionIndex(), 0, str(col.id), col
+        with self._transaction() as c:
+            self._start_over(c, str(col.id), keep_outbox=False)
+        self._col = col
 
     # -- reads see the server's log --------------------------------------------------------------------
 

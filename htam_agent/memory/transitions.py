@@ -286,7 +286,7 @@ class TransitionStore:
 
     def reset(self) -> None:
         """Forget all experience (events, learned strategies); readers rebuild through the new generation."""
-        with self._lock, self._transaction() as c:
+        with self._transaction() as c:  # holds the lock
             _clear(c)
             self._index = TransitionIndex()
             self._seen_id = 0
@@ -300,8 +300,7 @@ class TransitionStore:
 
     def set_meta(self, key: str, value: str) -> None:
         with self._lock:
-            self._conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-                               (key, value))
+            _put_meta(self._conn, key, value)
 
     # -- reading ----------------------------------------------------------------------------------------
 
@@ -424,9 +423,12 @@ def _clear(c: sqlite3.Connection) -> None:
     _bump_learned(c)
 
 
+def _put_meta(c: sqlite3.Connection, key: str, value: str) -> None:
+    c.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", (key, value))
+
+
 def _bump_learned(c: sqlite3.Connection) -> None:
-    c.execute("INSERT INTO meta VALUES ('learned_version', ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-              (secrets.token_hex(8),))
+    _put_meta(c, "learned_version", secrets.token_hex(8))
 
 
 _INSERT_EVENT = (f"INSERT OR IGNORE INTO events ({', '.join(_EVENT_COLS)}) "

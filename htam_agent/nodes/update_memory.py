@@ -23,9 +23,6 @@ def _speed(c: dict[str, Any]) -> float:
     return (c.get("verdict") or {}).get("speedup_vs_eager") or 0.0
 
 
-
-
-
 def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     step = state.get("step", 0)

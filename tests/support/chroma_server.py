@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
-
-import pytest
 
 
 def _free_port() -> int:
@@ -18,21 +15,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def chroma_executable() -> str | None:
-    cand = Path(sys.executable).with_name("chroma")
-    if cand.exists():
-        return str(cand)
-    return shutil.which("chroma")
+#: `chroma run ...` through this interpreter: chromadb is a dependency, so no executable needs to be found
+CHROMA = [sys.executable, "-c", "import sys; from chromadb.cli.cli import app; sys.exit(app())"]
 
 
 class ChromaServerProcess:
     """A real `chroma run` server on loopback; stop() and start() again keep its port and data folder."""
 
     def __init__(self, path: Path, port: int | None = None) -> None:
-        exe = chroma_executable()
-        if exe is None:
-            pytest.skip("the `chroma` executable is not installed next to the Python interpreter nor on PATH")
-        self.exe, self.path, self.port = exe, path, port or _free_port()
+        self.path, self.port = path, port or _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
@@ -43,7 +34,7 @@ class ChromaServerProcess:
         log = self.path / "server.log"
         self.path.mkdir(parents=True, exist_ok=True)
         with open(log, "ab") as out:
-            self.proc = subprocess.Popen([self.exe, "run", "--path", str(self.path / "data"), "--port",
+            self.proc = subprocess.Popen([*CHROMA, "run", "--path", str(self.path / "data"), "--port",
                                           str(self.port), "--host", "127.0.0.1"], stdout=out, stderr=subprocess.STDOUT)
         deadline = time.time() + 60
         while True:
