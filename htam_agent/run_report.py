@@ -97,6 +97,43 @@ def _fmt(x: float | None, suffix: str = "x") -> str:
     return "-" if x is None else f"{x:.2f}{suffix}"
 
 
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4g} ms"
+
+
+def outcome_lines(result: dict[str, Any]) -> list[str]:
+    """The report's outcome bullets: what was found, what to do, why, and the numbers behind it."""
+    from htam_agent.result import RunResult
+
+    res = RunResult.from_dict(result)
+    o = res.outcome()
+    lines = [f"- outcome: **{o.summary}**", f"- advice: {o.advice}"]
+    if o.why:
+        lines.append(f"- why: {o.why}")
+    if res.correct:
+        def vs(x: float | None, name: str) -> str:
+            return f"{name} not timed" if x is None else f"{x:.2f}x over {name}"
+
+        frac = res.best_roofline_fraction
+        lines.append(f"- the best kernel: {vs(res.best_speedup_vs_eager, 'eager')}, "
+                     f"{vs(res.best_speedup_vs_compile, 'torch.compile')}, "
+                     + ("roofline not measured" if frac is None else f"{100 * frac:.0f}% of the roofline"))
+    facts = res.facts()
+    parts = []
+    for label, key, frac in (("kernel", "candidate_ms", None), ("eager", "eager_ms", o.eager_roofline_fraction),
+                             ("torch.compile", "compile_ms", o.compile_roofline_fraction)):
+        if facts.get(key) is not None:
+            parts.append(f"{label} {_ms(facts[key])}" + ("" if frac is None else f" ({100 * frac:.0f}% of the "
+                                                                                 "roofline)"))
+    if facts.get("floor_ms") is not None:
+        parts.append(f"roofline floor {_ms(facts['floor_ms'])}"
+                     + (f", {facts['bound']}-bound" if facts.get("bound") else ""))
+    if parts:
+        lines.append("- medians of the best kernel's verdict: " + "; ".join(parts)
+                     + (f" (on {facts['device']})" if facts.get("device") else ""))
+    return lines
+
+
 def write_report(root: Path, result: dict[str, Any], history: list[dict[str, Any]], directions: list[str]
                  ) -> Path:
     plots: list[str] = []
@@ -113,13 +150,11 @@ def write_report(root: Path, result: dict[str, Any], history: list[dict[str, Any
         f"# htam run {result['run_id']}: {result['task']}",
         "",
         f"- backend: {result['backend']}; code written by {who}; method: {result['method']}",
-        f"- outcome: {'a correct kernel was found' if result['correct'] else 'no correct kernel'}; best "
-        f"{_fmt(result.get('best_speedup_vs_eager'))} over eager, {_fmt(result.get('best_speedup_vs_compile'))} "
-        f"over torch.compile, {_fmt(result.get('best_roofline_fraction'), '')} of the roofline",
+        *outcome_lines(result),
         f"- stopped: {result['stop_reason']}; {result['evaluations']} evaluation(s); {result['llm_calls']} LLM "
         f"call(s), {result['input_tokens']} input and {result['output_tokens']} output tokens; "
         f"{result['wall_seconds']:.1f} s",
-        f"- best kernel: `{result.get('best_code_path') or 'none'}`",
+        f"- best correct kernel: `{result.get('best_code_path') or 'none'}`",
         "",
         "| step | direction | strategies | status | speedup vs eager | vs compile | roofline | repairs | reason |",
         "|---|---|---|---|---|---|---|---|---|",

@@ -1,8 +1,12 @@
 """The agent as one LangChain tool, `optimize_kernel`, for any LangChain agent ("make this kernel faster").
 
 The tool runs a whole optimization (minutes to hours on real tasks) and answers with a compact JSON result:
-the headline, the speedups, the path of the best kernel and its source, and one line per step. The task can
-be a path or the task's Python source (written to the runs folder, so the run stays reproducible).
+the headline, the outcome (`faster`, `faster_than_eager_only`, `not_faster`, `untimed`, `no_correct_kernel`)
+with its advice (use the kernel, use torch.compile, keep PyTorch) and the roofline's reason when it explains
+a result that beat nothing, the speedups, the path of the best correct kernel and its source, and one line
+per step. A correct kernel is not necessarily a faster one: the calling agent reads `beat_eager` and
+`advice`. The task can be a path or the task's Python source (written to the runs folder, so the run stays
+reproducible).
 """
 
 from __future__ import annotations
@@ -48,8 +52,13 @@ def compact(result: Any) -> dict[str, Any]:
     code = ""
     if result.best_code_path and Path(result.best_code_path).is_file():
         code = Path(result.best_code_path).read_text()[:MAX_CODE_CHARS]
+    outcome = result.outcome()
     return {
-        "headline": result.headline(), "correct": result.correct, "run_id": result.run_id,
+        "headline": result.headline(), "outcome": outcome.kind, "beat_eager": outcome.beat_eager,
+        "advice": outcome.advice, "why": outcome.why,
+        "eager_roofline_fraction": outcome.eager_roofline_fraction,
+        "compile_roofline_fraction": outcome.compile_roofline_fraction,
+        "correct": result.correct, "run_id": result.run_id,
         "speedup_vs_eager": result.best_speedup_vs_eager, "speedup_vs_compile": result.best_speedup_vs_compile,
         "roofline_fraction": result.best_roofline_fraction, "best_kernel_path": result.best_code_path,
         "best_kernel": code, "artifact_dir": result.artifact_dir, "coder": result.coder, "uses_llm": result.uses_llm,
@@ -66,7 +75,9 @@ def make_optimize_tool(ctx: RunContext | None = None, **injected: Any) -> BaseTo
     def optimize_kernel(task: str, backend: str | None = None, steps: int | None = None,
                         candidates: int | None = None) -> str:
         """Search for a faster hand-written kernel (CUDA, Triton or CPU C++) for a PyTorch operator given in
-        KernelBench format; returns the best verified kernel and its speedup over PyTorch eager."""
+        KernelBench format; returns the best verified kernel, its speedups over eager PyTorch and torch.compile,
+        and whether it beat them: `beat_eager` and `advice` say to use the kernel, use torch.compile or keep
+        PyTorch (with the roofline's reason in `why` when PyTorch is already near the hardware's limit)."""
         from htam_agent.agent import run_optimization
 
         changes = {k: v for k, v in {"backend": backend, "steps": steps, "candidates": candidates}.items()
@@ -76,4 +87,4 @@ def make_optimize_tool(ctx: RunContext | None = None, **injected: Any) -> BaseTo
         return json.dumps(compact(result), default=str)
 
     return StructuredTool.from_function(optimize_kernel, name="optimize_kernel", args_schema=OptimizeKernelInput,
-                                        description=optimize_kernel.__doc__)
+                                        description=" ".join((optimize_kernel.__doc__ or "").split()))
