@@ -21,24 +21,29 @@ COVERED = {
     "matmul_batched": "matmul",
     "matmul_square": "matmul",
     "matmul_tall_skinny": "matmul",
+    "fused_conv2d_gelu_groupnorm": "staged",
+    "fused_conv2d_maxpool_hardswish": "staged",
+    "pool_avgpool2d": "staged",
+    "pool_maxpool2d": "staged",
+    "reduction_cumsum": "staged",
+    "reduction_mean_dim": "staged",
 }
 
 UNSUPPORTED = (
     "attention_sdpa",
     "conv_conv2d",
     "conv_depthwise_conv2d",
-    "fused_conv2d_gelu_groupnorm",
-    "fused_conv2d_maxpool_hardswish",
     "loss_cross_entropy",
     "model_mlp",
     "model_small_cnn",
-    "pool_avgpool2d",
-    "pool_maxpool2d",
-    "reduction_cumsum",
-    "reduction_mean_dim",
 )
 
 BACKENDS = ("cuda", "triton", "cpp")
+
+
+def backends_for(stem: str) -> tuple[str, ...]:
+    """Staged programs (reductions, norms, pools, scans over any dims) are written for cuda and cpp only."""
+    return ("cuda", "cpp") if COVERED.get(stem) == "staged" else BACKENDS
 
 
 def task_source(stem: str) -> str:

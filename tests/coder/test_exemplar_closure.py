@@ -21,11 +21,11 @@ DIRECTIONS = ["memory_access", "data_reuse", "parallel_mapping", "instruction_th
               "boundary_correctness", "launch_overhead", "occupancy_tuning"]
 
 
-def _covered() -> list[str]:
+def _covered(backend: str) -> list[str]:
     out = []
     for p in sorted(SUITE_DIR.glob("*.py")):
         try:
-            enumerate_candidates(p.read_text(), "cuda", p.stem)
+            enumerate_candidates(p.read_text(), backend, p.stem)
         except UnsupportedTask:
             continue
         out.append(p.stem)
@@ -35,7 +35,7 @@ def _covered() -> list[str]:
 @pytest.mark.parametrize("backend", ["cuda", "triton", "cpp"])
 def test_every_move_from_every_variant_stays_enumerated(backend: str) -> None:
     coder = ExemplarCoder()
-    for stem in _covered():
+    for stem in _covered(backend):
         src = task_source(stem)
         space = {code for _, _, code in enumerate_candidates(src, backend, stem)}
         pattern = plan(CodeRequest(task_name=stem, task_source=src, backend=backend)).pattern

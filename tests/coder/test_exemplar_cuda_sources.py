@@ -21,13 +21,28 @@ from htam_agent.coder.exemplar import enumerate_candidates
 
 _SOURCE_RE = re.compile(r'_SOURCE = r"""\n(.*?)"""', re.S)
 _KERNEL_RE = re.compile(r'_compile_kernel\(_SOURCE, "(\w+)"\)')
+_STAGED_RE = re.compile(r'    r"""(.*?)"""', re.S)
+
+
+def staged_sources(code: str, block: int) -> list[str]:
+    """Every NVRTC source of a staged candidate, once per value of G (threads per output) it can be built with."""
+    out = []
+    for src in _STAGED_RE.findall(code.split("_SOURCES = [", 1)[1].split("\n]\n", 1)[0]):
+        groups = (1, 32, block) if "{G_DEFINE}" in src else (0,)
+        out += [src.replace("{G_DEFINE}", f"#define G {g}\n") for g in groups]
+    return out
 
 
 def _kernels() -> dict[str, list[str]]:
     """Kernel source -> the variants that use it (many variants differ only in the Python launcher)."""
     found: dict[str, list[str]] = {}
     for stem in sorted(COVERED):
-        for vid, _, code in enumerate_candidates(task_source(stem), "cuda", stem):
+        for vid, knobs, code in enumerate_candidates(task_source(stem), "cuda", stem):
+            if "_SOURCES = [" in code:
+                for src in staged_sources(code, knobs["block"]):
+                    assert 'extern "C" __global__ void __launch_bounds__' in src, f"{stem}/{vid}"
+                    found.setdefault(src, []).append(f"{stem}/{vid}")
+                continue
             m = _SOURCE_RE.search(code)
             assert m, f"{stem}/{vid}: no _SOURCE kernel string"
             name = _KERNEL_RE.search(code)

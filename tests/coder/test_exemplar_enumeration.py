@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from exemplar_helpers import BACKENDS, COVERED, task_source
+from exemplar_helpers import COVERED, backends_for, task_source
 from typer.testing import CliRunner
 
 from htam_agent.coder.exemplar import enumerate_candidates
@@ -20,7 +20,7 @@ from htam_agent.evaluation.backends import detect_backend, get_backend
 @pytest.mark.parametrize("stem", sorted(COVERED))
 def test_enumeration_is_finite_deterministic_and_well_formed(stem: str):
     src = task_source(stem)
-    for backend in BACKENDS:
+    for backend in backends_for(stem):
         cands = enumerate_candidates(src, backend, stem)
         assert 2 <= len(cands) <= 24
         assert cands == enumerate_candidates(src, backend, stem), "not deterministic"

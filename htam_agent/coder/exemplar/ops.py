@@ -11,11 +11,13 @@ from .spec import Chain, Ref
 # dialect -> (exp, tanh, erf, max, min, abs, sqrt)
 _C_FUNCS = {
     "cuda": {"exp": "expf", "tanh": "tanhf", "erf": "erff", "max": "fmaxf", "min": "fminf", "abs": "fabsf",
-             "sqrt": "sqrtf"},
+             "sqrt": "sqrtf", "log": "logf", "log1p": "log1pf", "expm1": "expm1f", "pow": "powf"},
     "cuda_fast": {"exp": "__expf", "tanh": "tanhf", "erf": "erff", "max": "fmaxf", "min": "fminf",
-                  "abs": "fabsf", "sqrt": "sqrtf"},
+                  "abs": "fabsf", "sqrt": "sqrtf", "log": "__logf", "log1p": "log1pf", "expm1": "expm1f",
+                  "pow": "powf"},
     "cpp": {"exp": "std::exp", "tanh": "std::tanh", "erf": "std::erf", "max": "std::max", "min": "std::min",
-            "abs": "std::fabs", "sqrt": "std::sqrt"},
+            "abs": "std::fabs", "sqrt": "std::sqrt", "log": "std::log", "log1p": "std::log1p",
+            "expm1": "std::expm1", "pow": "std::pow"},
 }
 
 
@@ -58,9 +60,34 @@ def c_expr(op: str, args: list[str], dialect: str) -> str:
         "sqrt": f"{f['sqrt']}({x})",
         "rsqrt": f"(1.0f / {f['sqrt']}({x}))",
         "square": f"({x} * {x})",
+        "log": f"{f['log']}({x})",
+        "log1p": f"{f['log1p']}({x})",
+        "expm1": f"{f['expm1']}({x})",
+        "erf": f"{f['erf']}({x})",
+        "reciprocal": f"(1.0f / {x})",
+        "softsign": f"({x} / (1.0f + {f['abs']}({x})))",
+        "sign": f"(float)(({x} > 0.0f) - ({x} < 0.0f))",
+        "selu": f"(1.0507009873554804934f * ({x} > 0.0f ? {x} : 1.6732632423543772848f * {f['expm1']}({x})))",
+        "mish": f"({x} * {f['tanh']}({x} > 20.0f ? {x} : {f['log1p']}({f['exp']}({x}))))",
     }
     if op in table:
         return table[op]
+    if op == "elu":
+        return f"({x} > 0.0f ? {x} : {args[1]} * {f['expm1']}({x}))"
+    if op == "softplus":
+        b, t = args[1], args[2]
+        return f"({x} * {b} > {t} ? {x} : {f['log1p']}({f['exp']}({x} * {b})) / {b})"
+    if op == "huber":
+        b = args[1]
+        return f"({f['abs']}({x}) < {b} ? 0.5f * {x} * {x} / {b} : {f['abs']}({x}) - 0.5f * {b})"
+    if op == "kl_div":
+        t = args[1]
+        nan = "NAN" if dialect == "cpp" else "__int_as_float(0x7fc00000)"
+        return f"({t} > 0.0f ? {t} * ({f['log']}({t}) - {x}) : ({t} == 0.0f ? 0.0f : {nan}))"
+    if op == "pow":
+        return f"{f['pow']}({x}, {args[1]})"
+    if op == "rsub":
+        return f"({args[1]} - {x})"
     if op == "leaky_relu":
         return f"({x} > 0.0f ? {x} : {x} * {args[1]})"
     if op == "clamp":

@@ -22,10 +22,10 @@ from ..base import UnsupportedTask
 from .spec import Chain, Operand, Pattern, Prefix, Ref, Step
 
 LLM_HINT = (
-    "The offline exemplar coder covers elementwise chains (also as the epilogue of a Linear or convolution), "
-    "row-wise reductions and normalizations (sum, mean, amax, argmax, softmax, log_softmax, layernorm, rmsnorm) "
-    "and fp32 matmul/bmm. For other tasks configure an LLM: set HTAM_MODEL, HTAM_BASE_URL and OPENAI_API_KEY, "
-    "or pass --model/--base-url."
+    "The offline exemplar coder covers elementwise chains, reductions and arg-reductions over any adjacent dims, "
+    "softmax/log-softmax, layer/group/instance/batch norms, pooling, cumsum/cumprod and losses, alone or after "
+    "one Linear/convolution/transposed convolution kept in PyTorch, and fp32 matmul/bmm. For other tasks "
+    "configure an LLM: set HTAM_MODEL, HTAM_BASE_URL and OPENAI_API_KEY, or pass --model/--base-url."
 )
 
 UNARY = ("relu", "sigmoid", "tanh", "silu", "gelu", "gelu_tanh", "leaky_relu", "clamp", "clamp_min",
@@ -416,7 +416,10 @@ def _init_and_imports(task: str, source: str) -> tuple[str, str]:
         raise unsupported(task, f"Model.__init__ reads module-level names {sorted(used & top_names)}")
     seg = ast.get_source_segment(source, init) or ""
     body = textwrap.indent(textwrap.dedent(" " * init.col_offset + seg), "    ")
-    if "Model" in {n.id for n in ast.walk(init) if isinstance(n, ast.Name)}:
+    # KernelBench's own style, `super(Model, self).__init__()`, is the one reference to Model allowed
+    supers = {id(c.args[0]) for c in ast.walk(init) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+              and c.func.id == "super" and c.args and isinstance(c.args[0], ast.Name)}
+    if any(isinstance(n, ast.Name) and n.id == "Model" and id(n) not in supers for n in ast.walk(init)):
         raise unsupported(task, "Model.__init__ refers to Model itself")
     return body.replace("super(Model, self)", "super()") + "\n", "\n".join(imports)
 
@@ -447,21 +450,55 @@ def recognize(task_source: str, task_name: str = "task") -> Pattern:
         raise unsupported(task_name, "the output is not a single tensor")
     for n in nodes:
         if n.op in ("placeholder", "get_attr", "call_function", "call_method", "call_module") and _shape(n) is not None:
+            if n.op == "placeholder" and _dtype(n) in (torch.bool, None):
+                continue  # masks: read as 0/1 by the staged lowering
             if _dtype(n) not in (torch.float32, torch.int64) or (n is not out_arg and _dtype(n) != torch.float32):
                 raise unsupported(task_name, f"{n.name} has dtype {_dtype(n)}; the exemplars are fp32")
     compute = [(n, a) for n, a in zip(nodes, alts, strict=True) if n.op in ("call_function", "call_method",
                                                                             "call_module")]
     if not compute:
         raise unsupported(task_name, "the forward computes nothing")
-    canons = [_canon(task_name, n, a, traced, table) for n, a in compute]
     init_source, imports = _init_and_imports(task_name, task_source)
     common = {"forward_args": tuple(fwd_args), "init_source": init_source, "imports": imports}
-    ops = [c.op for c in canons]
-    if "matmul" in ops:
-        return _match_matmul(task_name, canons, common)
-    if any(op in ("softmax", "log_softmax", "sum", "mean", "amax", "argmax", "layer_norm") for op in ops):
-        return _match_rowwise(task_name, canons, traced, out_shape, common)
-    return _match_elementwise(task_name, canons, traced, out_arg, out_shape, common)
+    try:
+        canons = [_canon(task_name, n, a, traced, table) for n, a in compute]
+        ops = [c.op for c in canons]
+        if "matmul" in ops:
+            return _match_matmul(task_name, canons, common)
+        if any(op in ("softmax", "log_softmax", "sum", "mean", "amax", "argmax", "layer_norm") for op in ops):
+            return _match_rowwise(task_name, canons, traced, out_shape, common)
+        return _match_elementwise(task_name, canons, traced, out_arg, out_shape, common)
+    except UnsupportedTask as first:
+        return _staged(task_name, traced, out_arg, fwd_args, common, first)
+
+
+def _staged(task: str, traced: _Traced, out_node: Any, fwd_args: list[str], common: dict[str, Any],
+            first: UnsupportedTask) -> Pattern:
+    """The general path: lower the graph into stages (program.py); its refusal names what it could not do."""
+    from .lower import LowerError, Lowering
+
+    try:
+        program = Lowering(traced, fwd_args).run(out_node)
+    except LowerError as exc:
+        raise unsupported(task, str(exc)) from first
+    kinds = program.stage_kinds()
+    desc = " -> ".join(kinds)
+    if program.prefix_tensor >= 0:
+        desc = f"GEMM/conv (PyTorch) -> {desc}"
+    classes = {k.split(":")[0] for k in kinds}
+    if program.prefix_tensor >= 0:
+        op_class = "fused"
+    elif classes & {"norm"} or any(k.endswith("meanvar") for k in kinds):
+        op_class = "normalization"
+    elif "pool" in classes:
+        op_class = "pooling"
+    elif "scan" in classes:
+        op_class = "scan"
+    elif "reduce" in classes:
+        op_class = "reduction"
+    else:
+        op_class = "elementwise"
+    return Pattern("staged", op_class, f"staged program: {desc}", extra={"program": program}, **common)
 
 
 def _prefix(task: str, canons: list[_Canon]) -> tuple[Prefix | None, list[_Canon]]:

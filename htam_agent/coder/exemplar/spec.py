@@ -12,7 +12,7 @@ from typing import Any
 
 Ref = tuple[str, Any]
 
-FAMILIES = ("elementwise", "rowwise", "matmul")
+FAMILIES = ("elementwise", "rowwise", "matmul", "staged")
 
 
 @dataclass(frozen=True)
@@ -107,4 +107,6 @@ class Pattern:
             return self.row_op
         if self.family == "matmul":
             return "bmm" if self.mm_batched else "mm"
+        if self.family == "staged":
+            return "staged"
         return f"{self.prefix.kind}_epilogue" if self.prefix else "chain"

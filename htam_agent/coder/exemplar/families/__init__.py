@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-FAMILY_MODULES = {"elementwise": "elementwise", "rowwise": "rowwise", "matmul": "matmul"}
+FAMILY_MODULES = {"elementwise": "elementwise", "rowwise": "rowwise", "matmul": "matmul", "staged": "staged"}
 
 
 def family_module(family: str) -> ModuleType:
