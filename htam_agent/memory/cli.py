@@ -71,14 +71,14 @@ def _gain(st: EdgeStats) -> str:
 @app.command()
 def show(
     ctx: typer.Context,
-    what: Annotated[str, typer.Option(help="directions, edges, strategies or all")] = "all",
+    what: Annotated[str, typer.Option(help="directions, edges, strategies, learned or all")] = "all",
     backend: Annotated[str | None, typer.Option(help="cuda, triton or cpp")] = None,
     direction: Annotated[str | None, typer.Option(help="a direction id")] = None,
     op_class: Annotated[str | None, typer.Option("--op-class", help="an operator class")] = None,
     limit: Annotated[int, typer.Option(help="rows per table")] = 40,
 ) -> None:
     """List directions, transition edges with statistics, and strategies (with filters)."""
-    _check_choice(what, ("all", "directions", "edges", "strategies"), "table")
+    _check_choice(what, ("all", "directions", "edges", "strategies", "learned"), "table")
     _check_choice(backend, BACKENDS, "backend")
     _check_choice(op_class, OP_CLASSES, "operator class")
     mem = _open(ctx)
@@ -131,8 +131,39 @@ def show(
                           ",".join(r.strategy.applicability.backends), f"{st.n:g}",
                           _pct(st.success_rate) if st.n else "-", _gain(st))
             console.print(t)
+        if what in ("all", "learned"):
+            _learned_table(mem, backend, direction, op_class, limit)
     finally:
         mem.close()
+
+
+def _learned_table(mem, backend: str | None, direction: str | None, op_class: str | None,  # noqa: ANN001
+                   limit: int) -> None:
+    """Strategy cards learned from accepted kernels, newest first, with the evidence they were learned from and
+    how they fared since (uses in later steps)."""
+    from .stats import key_mask
+
+    cards = [c for c in mem.learned_cards()
+             if (not direction or c.direction == direction) and (not backend or backend in c.applicability.backends)
+             and (not op_class or op_class in c.applicability.op_set())]
+    idx = mem.transitions.index()
+    t = Table(title=f"Learned strategies (from accepted kernels): {len(cards)}")
+    for col in ("id", "direction", "class / backend", "learned from", "gain then", "used since", "improved",
+                "plan"):
+        t.add_column(col, overflow="fold")
+    for c in cards[:limit]:
+        ev = c.evidence
+        then = "-"
+        if ev.get("speedup_after") is not None:
+            before = ev.get("speedup_before")
+            then = (f"{before:.2f}x -> " if isinstance(before, float) else "eager -> ") + f"{ev['speedup_after']:.2f}x"
+        st = idx.strategy_total(c.id, key_mask())
+        task = ev.get("task") or "-"
+        step = f" step {ev['step']}" if ev.get("step") is not None else ""
+        t.add_row(c.id, c.direction, f"{'/'.join(c.applicability.op_classes)} / {'/'.join(c.applicability.backends)}",
+                  f"{task}{step}", then, f"{st.n:g}", _pct(st.success_rate) if st.n else "-",
+                  c.description.split(": ", 1)[-1][:160])
+    console.print(t)
 
 
 @app.command()

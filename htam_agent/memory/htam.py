@@ -8,15 +8,16 @@ Chroma server the transitions are a replica of the server's log (shared_log.py),
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cards import LEARN_MARGIN, make_card, worth_a_card
 from .catalog import Catalog, load_catalog
 from .config import MemoryConfig
 from .io import ImportReport, export_memory, import_memory
 from .policy import PolicyConfig, score_directions
-from .retrieval import RetrievalConfig, retrieve_notes, retrieve_strategies, sync_notes
+from .retrieval import RetrievalConfig, count_fitting, retrieve_notes, retrieve_strategies, sync_notes
 from .schema import (
     START,
     EdgeStats,
@@ -28,6 +29,7 @@ from .schema import (
     ScoredDirection,
     StateKey,
     Strategy,
+    TaskMemory,
     as_history,
 )
 from .shared_log import SharedTransitionStore, open_transitions
@@ -116,22 +118,55 @@ class HTAMemory:
     # -- the three calls of the agent ------------------------------------------------------------------
 
     def select_directions(self, state: MemoryState | StateKey, history: Sequence[str | HistoryStep] = (),
-                          seed: int = 0, top: int | None = None) -> list[ScoredDirection]:
-        """Rank the directions for this state and history (oldest first), each with its reason."""
+                          seed: int = 0, top: int | None = None, *, task: TaskMemory | None = None,
+                          policy: PolicyConfig | None = None) -> list[ScoredDirection]:
+        """Rank the directions for this state and history (oldest first), each with its reason and evidence.
+
+        ``task`` (what this task did so far) turns on the no-repeat rules: a direction whose last two attempts
+        failed steps aside, and one whose fitting strategies are all in the current best (or failed here) too."""
         key = state.key if isinstance(state, MemoryState) else state
         steps = as_history(history)
         self._check_directions(s.direction for s in steps)
-        ranked = score_directions(self.catalog.directions, key, steps, self.transitions.index(), self.policy, seed)
+        counts = None
+        if isinstance(state, MemoryState):
+            exclude = task.excluded_strategies(key) if task else {}
+            counts = count_fitting(self.strategies(), state, key.backend, exclude)
+        ranked = score_directions(self.catalog.directions, key, steps, self.transitions.index(),
+                                  policy or self.policy, seed, task=task, strategy_counts=counts)
         return ranked[:top] if top else ranked
 
     def retrieve_strategies(self, direction: str | None, state: MemoryState, backend: str | None = None,
-                            k: int = 5) -> list[RetrievedStrategy]:
-        """Top-k strategies of ``direction`` for the state's backend and operator class (None: all directions)."""
+                            k: int = 5, *, exclude: Mapping[str, str] | None = None) -> list[RetrievedStrategy]:
+        """Top-k strategies of ``direction`` that fit the state (None: all directions), plus up to
+        ``retrieval.learned_k`` learned cards; ``exclude`` names strategies not to offer again."""
         if direction is not None:
             self._check_directions([direction])
         store = self.strategy_store()
         return retrieve_strategies(store, self.transitions.index(), self.strategies(), direction, state,
-                                   backend or state.key.backend, k, self.retrieval, self.policy)
+                                   backend or state.key.backend, k, self.retrieval, self.policy, exclude)
+
+    def learn_card(self, state_before: MemoryState, direction: str, *, code: str, plan: str,
+                   speedup_after: float | None, built_on: Sequence[str] = (), task_id: str = "", run_id: str = "",
+                   step: int | None = None, margin: float = LEARN_MARGIN) -> Strategy | None:
+        """Store a strategy card for an accepted kernel that beat the state's best by ``margin`` (None otherwise).
+
+        The card is written for the state's operator class and backend only, embedded on the next retrieval, and
+        carried by export/import like every learned strategy."""
+        self._check_directions([direction])
+        if not code or speedup_after is None or not worth_a_card(state_before, speedup_after, margin):
+            return None
+        known = self.strategies()
+        card = make_card(state_before, direction, self.catalog.direction(direction).name, code=code, plan=plan,
+                         speedup_after=speedup_after, built_on=[s for s in built_on if s in known],
+                         task_id=task_id, run_id=run_id, step=step)
+        if card.id not in known:
+            self.add_strategies([card])
+        return card
+
+    def learned_cards(self) -> list[Strategy]:
+        """Learned strategies, newest first."""
+        rows = sorted(self.transitions.learned_strategies(), key=lambda r: -r[2])
+        return [Strategy.model_validate_json(js) for _sid, js, _ts in rows]
 
     def retrieve_notes(self, state: MemoryState, direction: str | None = None, k: int = 3) -> list[Note]:
         """Learned notes (what happened, what went wrong) from similar states, optionally for one direction."""

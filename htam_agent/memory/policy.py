@@ -6,26 +6,37 @@ score(d) = w_prior * prior(d | operator class)                       seed knowle
          + w_similar * value(* -> d | similar states)                 what worked here regardless of the path
          + w_explore * sqrt(log(1 + N) / (1 + n_d))                   rarely tried directions
          - w_fail * sum_i decay^i [h_i = d and h_i failed]            directions that just failed
+         - w_step_aside [d's last two attempts in this task failed]   no third try of a failing direction
+         - w_exhausted [every strategy of d that fits is already in the best, or failed here]
 
-History position i = 0 is the latest step; alpha_i = decay^i, normalized. value() pools the recorded outcomes of
-an edge over state keys weighted by their similarity to the current one, and is the mean reward (clipped log
-gain, a fixed cost per rejected candidate) times a confidence n / (n + shrinkage): no evidence means zero, so an
-empty memory ranks by the priors alone. Pure function of its inputs; the seed only breaks exact ties.
+History position i = 0 is the latest step; alpha_i = decay^i, normalized. value() is class first: the outcomes
+of states of the same operator class (weighted by bottleneck/status/backend similarity) are shrunk toward a
+related-class estimate, which is itself shrunk toward zero (the priors) and down-weighted:
+
+    value = (R_same + k * v_related) / (n_same + k),   v_related = w_related * R_rel / (n_rel + k)
+
+with rewards on a saturated log scale (schema.reward_of: x32 counts 0.69, x2 0.53). So no evidence means zero
+(an empty memory ranks by the priors), one outlier moves its own class by a bounded amount, and another class's
+outcomes move this one only a little. Pure function of its inputs; the seed only breaks exact ties.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .schema import START, Direction, EdgeStats, HistoryStep, ScoredDirection, StateKey
-from .stats import FIELDS, TransitionIndex, similarity_vector, state_similarity, stats_of
+import numpy as np
 
-__all__ = ["PolicyConfig", "score_directions", "state_similarity", "describe_stats", "bottleneck_fit", "value_of"]
+from .schema import START, Direction, EdgeStats, HistoryStep, ScoredDirection, StateKey, TaskMemory
+from .stats import FIELDS, TransitionIndex, class_split, key_mask, state_similarity, stats_of
 
-_N, _REWARD = FIELDS.index("n"), FIELDS.index("sum_reward")
+__all__ = ["PolicyConfig", "score_directions", "state_similarity", "describe_stats", "bottleneck_fit", "value_of",
+           "tiered_value", "record_text"]
+
+_N, _IMPROVED, _FAILED, _NGAIN, _GAIN, _REWARD = (FIELDS.index(f) for f in (
+    "n", "improved", "failed", "n_gain", "sum_gain", "sum_reward"))
 
 
 @dataclass(frozen=True)
@@ -38,9 +49,13 @@ class PolicyConfig:
     w_similar: float = 1.0
     w_explore: float = 0.15
     w_fail: float = 0.6
+    w_step_aside: float = 1.5
+    w_exhausted: float = 0.6
     history_decay: float = 0.5
     history_len: int = 4
-    shrinkage: float = 2.0
+    shrinkage: float = 3.0
+    #: how much another operator class's experience may count (after its own shrinkage); 0: classes never mix
+    w_related: float = 0.3
     min_similarity: float = 0.05
     tie_jitter: float = 1e-6
 
@@ -48,6 +63,13 @@ class PolicyConfig:
 def value_of(n: float, sum_reward: float, shrinkage: float) -> float:
     """Mean reward times confidence n / (n + shrinkage) = sum_reward / (n + shrinkage); 0 without evidence."""
     return float(sum_reward / (n + shrinkage)) if n > 0 else 0.0
+
+
+def tiered_value(same: np.ndarray, related: np.ndarray, cfg: PolicyConfig) -> float:
+    """Class-first estimate (module docstring) from two field vectors: same-class and related-class pools."""
+    v_rel = cfg.w_related * value_of(float(related[_N]), float(related[_REWARD]), cfg.shrinkage)
+    n = float(same[_N])
+    return float((same[_REWARD] + cfg.shrinkage * v_rel) / (n + cfg.shrinkage))
 
 
 def describe_stats(st: EdgeStats) -> str:
@@ -60,12 +82,52 @@ def describe_stats(st: EdgeStats) -> str:
     return ", ".join(parts)
 
 
+def record_text(st: EdgeStats) -> str:
+    """A record in words for prompts: rounded (similarity-weighted) counts and the typical gain; '' if none."""
+    n = int(round(st.n))
+    if n <= 0:
+        return ""
+    text = f"{_plural(n, 'try')}, {int(round(st.improved))} improved, {int(round(st.failed))} rejected"
+    if st.mean_gain is not None:
+        text += f", typical gain x{math.exp(st.mean_gain):.2f}"
+    return text
+
+
 def bottleneck_fit(direction: Direction, bottleneck: str) -> float:
     if not direction.bottlenecks:
         return 0.5  # direction indifferent to the bottleneck (e.g. correctness)
     if bottleneck in direction.bottlenecks:
         return 1.0
     return 0.5 if bottleneck == "unknown" else 0.0
+
+
+def _plural(n: int, word: str) -> str:
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {word[:-1]}ies" if word.endswith("y") and word[-2:-1] not in "aeiou" else f"{n} {word}s"
+
+
+def _class_record(v: np.ndarray, op_class: str, backend: str) -> str:
+    """Plain counts of one direction's outcomes in this operator class and backend (all tasks, all paths)."""
+    n = int(round(float(v[_N])))
+    if n <= 0:
+        return f"no record yet in {op_class} tasks on {backend}"
+    text = (f"in {op_class} tasks on {backend}: {_plural(n, 'try')}, {int(round(float(v[_IMPROVED])))} improved, "
+            f"{int(round(float(v[_FAILED])))} rejected")
+    if v[_NGAIN] > 0:
+        text += f", typical gain x{math.exp(float(v[_GAIN]) / float(v[_NGAIN])):.2f}"
+    return text
+
+
+def _task_record(direction: str, task: TaskMemory | None) -> str:
+    mine = [a for a in (task.attempts if task else ()) if a.direction == direction]
+    if not mine:
+        return ""
+    parts = []
+    for a in mine[-3:]:
+        what = "improved the best" if a.improved else ("accepted, no gain" if a.accepted else "rejected")
+        parts.append(f"step {a.step} {what}")
+    return "in this task: " + ", ".join(parts)
 
 
 def score_directions(
@@ -75,53 +137,85 @@ def score_directions(
     index: TransitionIndex | None,
     config: PolicyConfig | None = None,
     seed: int = 0,
+    task: TaskMemory | None = None,
+    strategy_counts: Mapping[str, tuple[int, int]] | None = None,
 ) -> list[ScoredDirection]:
-    """Rank all directions, best first, each with its score components and a readable reason."""
+    """Rank all directions, best first, each with its score components, a reason and a short evidence summary.
+
+    ``task`` is what this task has done so far (no-repeat rules); ``strategy_counts`` maps a direction to
+    (strategies that fit this state, those of them not excluded by ``task``)."""
     cfg = config or PolicyConfig()
     recent = list(reversed(history))[: max(1, cfg.history_len)]  # recent[0] = latest step
     sources = [(s.direction, cfg.history_decay ** i) for i, s in enumerate(recent)] or [(START, 1.0)]
     total_alpha = sum(a for _, a in sources)
     rng = random.Random(seed)
+    kt = key.as_tuple()
 
-    # [source, target, field]: every edge pooled over states similar to this one, in one product
-    pooled = index.pooled(similarity_vector(key.as_tuple(), cfg.min_similarity)) if index and index.nodes else None
-    into = pooled.sum(axis=0) if pooled is not None else None  # [target, field]: any source
+    # [source, target, field]: every edge pooled over same-class and related-class states, two products
+    have = index is not None and bool(index.nodes)
+    if have:
+        same_w, rel_w = class_split(kt, cfg.min_similarity)
+        p_same, p_rel = index.pooled(same_w), index.pooled(rel_w)  # type: ignore[union-attr]
+        into_same, into_rel = p_same.sum(axis=0), p_rel.sum(axis=0)  # [target, field]: any source
+        exact = key_mask(op_class=key.op_class, backend=key.backend)
+        into_class = index.pooled(exact.astype(float)).sum(axis=0)  # type: ignore[union-attr]
     pos = index.position if index is not None else (lambda _name: None)
 
-    def target_n(d: str) -> float:
-        j = pos(d)
-        return float(into[j, _N]) if into is not None and j is not None else 0.0
+    def target_n(j: int | None) -> float:
+        if not have or j is None:
+            return 0.0
+        return float(into_same[j, _N] + cfg.w_related * into_rel[j, _N])
 
-    n_total = sum(target_n(d.id) for d in directions)
+    n_total = sum(target_n(pos(d.id)) for d in directions)
     out: list[ScoredDirection] = []
     for d in directions:
         prior = d.prior(key.op_class)
         fit = 0.5 * d.affinity(key.status) + 0.5 * bottleneck_fit(d, key.bottleneck)
         reasons = [f"prior {prior:.2f} for {key.op_class}",
                    f"fit {fit:.2f} ({key.bottleneck}-bound, {key.status.replace('_', ' ')})"]
+        summary = [f"seed prior {'high' if prior >= 0.75 else 'medium' if prior >= 0.45 else 'low'} for "
+                   f"{key.op_class}" + (f", aimed at {'/'.join(d.bottlenecks)}-bound kernels" if d.bottlenecks
+                                        else "")]
         edge_val, evidence, similar_val = 0.0, 0.0, 0.0
         j = pos(d.id)
-        if pooled is not None and j is not None:
+        if have and j is not None:
             for p_i, (src, alpha) in enumerate(sources):
                 i = pos(src)
-                if i is None or pooled[i, j, _N] <= 0:
+                if i is None or p_same[i, j, _N] + p_rel[i, j, _N] <= 0:
                     continue
-                v = value_of(pooled[i, j, _N], pooled[i, j, _REWARD], cfg.shrinkage)
+                v = tiered_value(p_same[i, j], p_rel[i, j], cfg)
                 edge_val += alpha / total_alpha * v
-                evidence += float(pooled[i, j, _N])
+                evidence += float(p_same[i, j, _N])
                 when = "at the start" if src == START else f"after {src}" + (
                     " (latest)" if p_i == 0 else f" ({p_i + 1} steps back)")
-                reasons.append(f"{when} in similar states: {describe_stats(stats_of(pooled[i, j]))} -> {v:+.2f}")
-            if into[j, _N] > 0:
-                similar_val = value_of(into[j, _N], into[j, _REWARD], cfg.shrinkage)
-                reasons.append(f"any path, similar states: {describe_stats(stats_of(into[j]))} -> {similar_val:+.2f}")
-        n_d = target_n(d.id)
+                reasons.append(f"{when}: same class {describe_stats(stats_of(p_same[i, j]))}; "
+                               f"related classes {float(p_rel[i, j, _N]):.2f} weighted tries -> {v:+.2f}")
+            if into_same[j, _N] + into_rel[j, _N] > 0:
+                similar_val = tiered_value(into_same[j], into_rel[j], cfg)
+                reasons.append(f"any path: same class {describe_stats(stats_of(into_same[j]))} -> {similar_val:+.2f}")
+            summary.append(_class_record(into_class[j], key.op_class, key.backend))
+        else:
+            summary.append(f"no record yet in {key.op_class} tasks on {key.backend}")
+        in_task = _task_record(d.id, task)
+        if in_task:
+            summary.append(in_task)
+        n_d = target_n(j)
         explore = math.sqrt(math.log1p(n_total) / (1.0 + n_d)) if n_total else 0.0
         if explore:
             reasons.append(f"exploration {cfg.w_explore * explore:+.2f} (tried {n_d:.1f} of {n_total:.1f})")
         fail = sum(cfg.history_decay ** i for i, s in enumerate(recent) if s.failed and s.direction == d.id)
         if fail:
             reasons.append(f"just failed: {-cfg.w_fail * fail:+.2f}")
+        aside = 1.0 if task is not None and task.failed_twice(d.id) else 0.0
+        if aside:
+            reasons.append(f"failed twice in a row in this task, steps aside: {-cfg.w_step_aside:+.2f}")
+            summary.append("its last two attempts in this task did not improve")
+        counts = (strategy_counts or {}).get(d.id)
+        exhausted = 1.0 if counts is not None and counts[0] > 0 and counts[1] == 0 else 0.0
+        if exhausted:
+            reasons.append(f"all {counts[0]} fitting strategies are already in the current best or failed here: "  # type: ignore[index]
+                           f"{-cfg.w_exhausted:+.2f}")
+            summary.append("every strategy of it that fits is already in the current best or failed here")
         comps = {  # plain floats: the agent serializes them into its state and traces
             "prior": cfg.w_prior * prior,
             "state": cfg.w_state * fit,
@@ -129,8 +223,11 @@ def score_directions(
             "similar": cfg.w_similar * similar_val,
             "explore": cfg.w_explore * explore,
             "fail_penalty": -cfg.w_fail * fail,
+            "step_aside": -cfg.w_step_aside * aside,
+            "exhausted": -cfg.w_exhausted * exhausted,
         }
         score = float(sum(comps.values()) + cfg.tie_jitter * rng.random())
-        out.append(ScoredDirection(d.id, d.name, score, comps, "; ".join(reasons), evidence + n_d))
+        out.append(ScoredDirection(d.id, d.name, score, comps, "; ".join(reasons), evidence + n_d,
+                                   "; ".join(summary)))
     out.sort(key=lambda s: (-s.score, s.id))
     return out

@@ -1,9 +1,15 @@
-"""Strategy retrieval (HTG level 2): similarity to the state, filtered by direction, backend, operator class,
-re-ranked by the outcomes recorded for each strategy in similar states. Also the learned-notes index.
+"""Strategy retrieval (HTG level 2): similarity to the state, filtered by direction, backend, operator class and
+what the reference contains, minus what the task already did, re-ranked by the outcomes recorded for each
+strategy in similar states. Also the learned-notes index.
 
-score = w_similarity * cosine(state text, strategy) + w_outcome * value(strategy | similar states)
+score = w_similarity * cosine(state text, strategy) + w_outcome * value(strategy | same class, related classes)
         + bottleneck bonus - relaxed penalty
-where value() is the policy's shrunk mean reward, so unused strategies rank by similarity alone.
+where value() is the policy's class-first shrunk mean reward, so unused strategies rank by similarity alone.
+
+Applicability is strict: a strategy is offered only when it is written for the state's operator class and backend
+and (when the reference's operator classes are known) for one of them. Only a generic class (fused, model, other)
+widens the search, to strategies written for the kinds of work the reference contains, never to learned cards of
+another class. Fewer than k strategies is a better answer than one that does not apply.
 """
 
 from __future__ import annotations
@@ -13,9 +19,11 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .policy import PolicyConfig, describe_stats, value_of
-from .schema import MemoryState, Note, RetrievedStrategy, Strategy
-from .stats import TransitionIndex, similarity_vector
+import numpy as np
+
+from .policy import PolicyConfig, describe_stats, tiered_value
+from .schema import GENERIC_CLASSES, MemoryState, Note, RetrievedStrategy, Strategy
+from .stats import Agg, TransitionIndex, class_split
 from .strategy_store import StrategyStore
 from .transitions import Event, TransitionStore
 
@@ -27,6 +35,9 @@ class RetrievalConfig:
     bottleneck_bonus: float = 0.05
     relaxed_penalty: float = 0.1
     candidates_per_result: int = 4  # nearest neighbours fetched per requested result, before re-ranking
+    #: learned cards returned on top of the k strategies: worked examples, kept apart so that they add to the
+    #: shipped techniques instead of pushing them out
+    learned_k: int = 1
 
 
 def retrieve_strategies(
@@ -39,42 +50,75 @@ def retrieve_strategies(
     k: int,
     config: RetrievalConfig | None = None,
     policy: PolicyConfig | None = None,
+    exclude: Mapping[str, str] | None = None,
 ) -> list[RetrievedStrategy]:
-    """Top-k strategies for (direction, backend, operator class); direction=None searches all (flat memory)."""
+    """Top-k strategies for (direction, backend, operator class); direction=None searches all (flat memory).
+    ``exclude`` maps strategy ids not to offer (the task already applies them, or they failed here) to why."""
     config = config or RetrievalConfig()
     policy = policy or PolicyConfig()
     if k <= 0:
         return []
     key = state.key
     text = state.text()
-    n = max(k * config.candidates_per_result, k + 8)
+    excluded = dict(exclude or {})
+    n = max(k * config.candidates_per_result, k + 8) + len(excluded)
     hits = [(h, False) for h in store.query_strategies(text, n, direction=direction, backend=backend,
                                                        op_class=key.op_class)]
-    if len(hits) < k:  # too few written for this operator class: widen, but mark them
+    if key.op_class in GENERIC_CLASSES and state.features - GENERIC_CLASSES:
         have = {h.id for h, _ in hits}
-        hits += [(h, True) for h in store.query_strategies(text, n, direction=direction, backend=backend,
-                                                           op_class=None) if h.id not in have]
-    sim = similarity_vector(key.as_tuple(), policy.min_similarity)
+        for feature in sorted(state.features - GENERIC_CLASSES):  # the kinds of work the reference holds
+            for h in store.query_strategies(text, n, direction=direction, backend=backend, op_class=feature):
+                if h.id not in have:
+                    have.add(h.id)
+                    hits.append((h, True))
+    same_w, rel_w = class_split(key.as_tuple(), policy.min_similarity)
     out: list[RetrievedStrategy] = []
     for hit, relaxed in hits:
         s = strategies.get(hit.id)
-        if s is None:  # index older than the catalog; the next sync drops it
+        if s is None or s.id in excluded:  # index older than the catalog (next sync drops it), or done already
             continue
-        pooled = index.strategy_pooled(s.id, sim)
-        outcome = value_of(pooled.n, pooled.sum_reward, policy.shrinkage)
+        if relaxed:
+            if s.source == "learned" or not any(s.fits(f, backend, state.features) for f in state.features):
+                continue
+        elif not s.fits(key.op_class, backend, state.features):
+            continue
+        same, related = index.strategy_pooled(s.id, same_w), index.strategy_pooled(s.id, rel_w)
+        outcome = tiered_value(_vec(same), _vec(related), policy)
         bonus = config.bottleneck_bonus if key.bottleneck in s.applicability.bottlenecks else 0.0
         score = (config.w_similarity * hit.similarity + config.w_outcome * outcome + bonus
                  - (config.relaxed_penalty if relaxed else 0.0))
         reason = f"similarity {hit.similarity:.2f}"
-        if pooled.n:
-            reason += f"; in similar states {describe_stats(pooled.freeze())} -> {outcome:+.2f}"
+        if same.n:
+            reason += f"; in {key.op_class} states {describe_stats(same.freeze())} -> {outcome:+.2f}"
         if bonus:
             reason += f"; targets {key.bottleneck}-bound"
+        if s.source == "learned":
+            reason += "; learned from an accepted kernel"
         if relaxed:
-            reason += f"; not written for {key.op_class} (filter relaxed)"
-        out.append(RetrievedStrategy(s, score, hit.similarity, pooled.freeze(), reason, relaxed))
+            reason += f"; written for the {'/'.join(sorted(s.applicability.op_set() & state.features))} part"
+        total = same.freeze()
+        out.append(RetrievedStrategy(s, score, hit.similarity, total, reason, relaxed))
     out.sort(key=lambda r: (-r.score, r.strategy.id))
-    return out[:k]
+    techniques = [r for r in out if r.strategy.source != "learned"][:k]
+    cards = [r for r in out if r.strategy.source == "learned"][:config.learned_k]
+    return techniques + cards
+
+
+def _vec(a: Agg) -> np.ndarray:
+    return np.array([a.n, a.improved, a.failed, a.n_gain, a.sum_gain, a.sum_gain2, a.sum_reward], dtype=float)
+
+
+def count_fitting(strategies: Mapping[str, Strategy], state: MemoryState, backend: str,
+                  exclude: Mapping[str, str] | None = None) -> dict[str, tuple[int, int]]:
+    """direction -> (strategies that fit the state, those not excluded): the policy's "exhausted" test, computed
+    from the strategy records alone (no vector store needed)."""
+    out: dict[str, list[int]] = {}
+    for s in strategies.values():
+        if s.fits(state.key.op_class, backend, state.features):
+            c = out.setdefault(s.direction, [0, 0])
+            c[0] += 1
+            c[1] += s.id not in (exclude or {})
+    return {d: (a, b) for d, (a, b) in out.items()}
 
 
 # ---------------------------------------------------------------------------------------------- notes

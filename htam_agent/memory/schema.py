@@ -29,6 +29,8 @@ OP_CLASSES: tuple[str, ...] = (
 BOTTLENECKS: tuple[str, ...] = ("memory", "compute", "latency", "occupancy", "unknown")
 STATUSES: tuple[str, ...] = ("none", "compile_error", "incorrect", "correct_slow", "near_roofline")
 BACKENDS: tuple[str, ...] = ("cuda", "triton", "cpp")
+#: Classes that name a mix rather than a kind of work: they say nothing about which techniques apply.
+GENERIC_CLASSES: frozenset[str] = frozenset({"fused", "model", "other"})
 FAILING_STATUSES: frozenset[str] = frozenset({"compile_error", "incorrect"})
 WORKING_STATUSES: frozenset[str] = frozenset({"correct_slow", "near_roofline"})
 
@@ -41,8 +43,10 @@ IMPROVE_EPS = 0.01
 FAIL_REWARD = -0.5
 #: Reward of an accepted candidate whose gain is unknown (no speedup measured).
 UNKNOWN_GAIN_REWARD = 0.1
-#: Rewards are clipped so one freak timing does not dominate an edge.
-REWARD_CLIP = 1.5
+#: Scale of the reward's saturation: reward = REWARD_CLIP * tanh(log gain / REWARD_CLIP). Near 1 it is the log
+#: gain itself (x1.1 -> 0.095); a doubling gives 0.53; x32 gives 0.69, so one outlier counts barely more than a
+#: solid 2x and cannot swamp an edge (a hard clip at 1.5 let a single x32 weigh as much as three doublings).
+REWARD_CLIP = math.log(2.0)
 
 
 def _check(value: str, allowed: tuple[str, ...], what: str) -> str:
@@ -77,15 +81,22 @@ class StateKey:
 
 @dataclass(frozen=True)
 class MemoryState:
-    """A state as the agent sees it: key, short free text, and the current best speedup over eager (if any)."""
+    """A state as the agent sees it: key, short free text, and the current best speedup over eager (if any).
+
+    ``features`` are the operator classes the reference actually contains (a conv + ReLU chain is "fused" but
+    holds convolution and elementwise work, no reduction): strategies are offered only when they fit one of
+    them. Empty means unknown (no filter beyond the operator class)."""
 
     key: StateKey
     description: str = ""
     speedup: float | None = None
+    features: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.speedup is not None and not (self.speedup > 0 and math.isfinite(self.speedup)):
             raise ValueError(f"speedup must be a positive finite number, got {self.speedup!r}")
+        for f in self.features:
+            _check(f, OP_CLASSES, "feature (operator class)")
 
     def text(self) -> str:
         return f"{self.key.describe()} {self.description}".strip()
@@ -115,6 +126,56 @@ class HistoryStep:
     failed: bool = False
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """One candidate of the current task: what it applied (declared or assigned), in which state, and whether it
+    improved the best. The policy and retrieval read these so a step does not repeat what the current best
+    already does or what just failed."""
+
+    direction: str
+    strategies: tuple[str, ...] = ()
+    improved: bool = False
+    accepted: bool = False
+    key: StateKey | None = None
+    step: int = 0
+    became_best: bool = False  # the step's best candidate, which the later steps build on
+
+
+@dataclass(frozen=True)
+class TaskMemory:
+    """What the current task has done so far (oldest first): the basis of the no-repeat rules.
+
+    ``best_strategies`` and ``best_direction`` are what the current best kernel applies (the union along the
+    chain of improvements, since each improvement is written on top of the previous best)."""
+
+    attempts: tuple[Attempt, ...] = ()
+
+    @property
+    def best_strategies(self) -> frozenset[str]:
+        return frozenset(s for a in self.attempts if a.became_best for s in a.strategies)
+
+    @property
+    def best_direction(self) -> str | None:
+        chain = [a for a in self.attempts if a.became_best]
+        return chain[-1].direction if chain else None
+
+    def failed_strategies(self, key: StateKey) -> frozenset[str]:
+        """Strategies of attempts that did not improve in this very state (another state may suit them)."""
+        return frozenset(s for a in self.attempts if not a.improved and a.key == key for s in a.strategies)
+
+    def excluded_strategies(self, key: StateKey) -> dict[str, str]:
+        """strategy id -> why it is not offered again."""
+        out = {s: "the current best already applies it" for s in self.best_strategies}
+        for s in self.failed_strategies(key):
+            out.setdefault(s, "it did not improve in this state in this task")
+        return out
+
+    def failed_twice(self, direction: str) -> bool:
+        """The direction's last two attempts in this task both failed to improve: it steps aside."""
+        mine = [a for a in self.attempts if a.direction == direction]
+        return len(mine) >= 2 and not mine[-1].improved and not mine[-2].improved
+
+
 def as_history(history: object) -> list[HistoryStep]:
     """Accept plain direction ids or HistoryStep items, oldest first."""
     steps: list[HistoryStep] = []
@@ -135,13 +196,18 @@ def gain_of(state_before: MemoryState, outcome: Outcome) -> float | None:
     return math.log(outcome.speedup_vs_eager / (state_before.speedup or 1.0))
 
 
+def squash(gain: float) -> float:
+    """Log gain saturated smoothly at +-REWARD_CLIP (see there why)."""
+    return REWARD_CLIP * math.tanh(gain / REWARD_CLIP)
+
+
 def reward_of(accepted: bool, gain: float | None) -> float:
-    """The scalar the policy learns from: clipped log gain, a fixed cost for a rejected candidate."""
+    """The scalar the policy learns from: saturated log gain, a fixed cost for a rejected candidate."""
     if not accepted:
         return FAIL_REWARD
     if gain is None:
         return UNKNOWN_GAIN_REWARD
-    return max(-REWARD_CLIP, min(REWARD_CLIP, gain))
+    return squash(gain)
 
 
 def improved_of(accepted: bool, gain: float | None) -> bool:
@@ -205,6 +271,8 @@ class Strategy(BaseModel):
     code_sketch: dict[Backend, str]
     tags: list[str] = Field(default_factory=list)
     source: Literal["seed", "learned"] = "seed"
+    #: for a learned card: where it came from and what it gained (task, state, speedups, run and step)
+    evidence: dict[str, str | float | int | None] = Field(default_factory=dict)
 
     @field_validator("code_sketch", mode="before")
     @classmethod
@@ -226,6 +294,19 @@ class Strategy(BaseModel):
         a = self.applicability
         return (f"{self.title}. {self.description} Applies to {', '.join(a.op_classes)} operators, "
                 f"{', '.join(a.bottlenecks)}-bound. Effect: {self.expected_effect}")
+
+    def fits(self, op_class: str, backend: str, features: frozenset[str] = frozenset()) -> bool:
+        """Applicability: written for this operator class and backend, and, when the reference's own operator
+        classes are known, for one of them (a reduction strategy never goes to a conv + ReLU chain that happens
+        to be classed "fused"). Generic classes (fused, model, other) do not count as a match on their own."""
+        a = self.applicability
+        ops = a.op_set()
+        if backend not in a.backends or op_class not in ops:
+            return False
+        if not features or "any" in a.op_classes:
+            return True
+        specific = ops - GENERIC_CLASSES
+        return not specific or bool(specific & (features | {op_class}))
 
 
 # ---------------------------------------------------------------------------------------------- results
@@ -261,7 +342,10 @@ class EdgeStats:
 
 @dataclass
 class ScoredDirection:
-    """A direction ranked for the current state, with the parts of its score and a readable reason."""
+    """A direction ranked for the current state, with the parts of its score and a readable reason.
+
+    ``reason`` lists every score term (for people and reports); ``summary`` is the short evidence an LLM is shown
+    (what happened in this operator class and in this task), without the score's arithmetic."""
 
     id: str
     name: str
@@ -269,6 +353,7 @@ class ScoredDirection:
     components: dict[str, float] = field(default_factory=dict)
     reason: str = ""
     evidence: float = 0.0
+    summary: str = ""
 
 
 @dataclass

@@ -111,6 +111,28 @@ def similarity_vector(key: KeyT, min_similarity: float = 0.0) -> np.ndarray:
     return got
 
 
+_OP_PART = _KEY_PARTS[:, 0]
+_SPLIT_CACHE: dict[tuple[KeyT, float], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def class_split(key: KeyT, min_similarity: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(same, related): the similarity vector split into keys of the same operator class and keys of other
+    classes, the latter weighted by the squared class affinity. Experience is pooled class first: another class's
+    outcomes only shape the estimate through a small, separately shrunk term (policy.py), so a burst of results in
+    one class cannot decide the choice in another."""
+    got = _SPLIT_CACHE.get((key, min_similarity))
+    if got is None:
+        sim = similarity_vector(key, min_similarity)
+        same_mask = _OP_PART == OP_CLASSES.index(key[0])
+        same = np.where(same_mask, sim, 0.0)
+        aff = _TABLES[0][OP_CLASSES.index(key[0])][_OP_PART]  # affinity of each key's class to this one
+        related = np.where(same_mask, 0.0, sim * aff)  # sim already holds one factor of the affinity
+        same.setflags(write=False)
+        related.setflags(write=False)
+        got = _SPLIT_CACHE[(key, min_similarity)] = (same, related)
+    return got
+
+
 # ---------------------------------------------------------------------------------------------- cells
 
 
@@ -126,7 +148,7 @@ def _row_fields(accepted: np.ndarray, gain: np.ndarray) -> np.ndarray:
     has_gain = ~np.isnan(gain)
     g = np.where(has_gain, gain, 0.0)
     improved = accepted & (~has_gain | (g > IMPROVE_EPS))
-    reward = np.where(~accepted, FAIL_REWARD, np.where(has_gain, np.clip(g, -REWARD_CLIP, REWARD_CLIP),
+    reward = np.where(~accepted, FAIL_REWARD, np.where(has_gain, REWARD_CLIP * np.tanh(g / REWARD_CLIP),
                                                        UNKNOWN_GAIN_REWARD))
     return np.stack([np.ones_like(g), improved, ~accepted, has_gain, g, g * g, reward], axis=1).astype(float)
 

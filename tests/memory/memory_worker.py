@@ -60,12 +60,47 @@ def record_shared(data_dir: str, url: str, prefix: str, n: int, tag: str, go_fil
     mem.close()
 
 
+def class_events(worker: int) -> list[tuple]:
+    """24 steps of one worker, classes interleaved: elementwise (launch_overhead doubles the speed, parallel_mapping
+    is rejected), normalization (fusion_restructuring doubles, parallel_mapping rejected), pooling (data_reuse
+    x1.3). Items: (state, direction, strategies, outcome, history, uid)."""
+    lessons = {"elementwise": ("launch_overhead", 2.0), "normalization": ("fusion_restructuring", 2.0),
+               "pooling": ("data_reuse", 1.3)}
+    out = []
+    for i in range(24):
+        op = ("elementwise", "normalization", "pooling")[i % 3]
+        st = MemoryState(StateKey(op, "memory", "correct_slow", "cuda"), f"{op} task w{worker} {i}", 1.0)
+        good, g = lessons[op]
+        if (i // 3) % 2 == 0:
+            out.append((st, good, [], Outcome(True, "correct_slow", g), ["memory_access"], f"w{worker}:{i}"))
+        else:
+            out.append((st, "parallel_mapping", [], Outcome(False, "incorrect", None, "wrong result"),
+                        ["memory_access"], f"w{worker}:{i}"))
+    return out
+
+
+def record_classes(data_dir: str, worker: int, go_file: str) -> None:
+    """One agent process on a shared memory folder: its class_events, one record call per step."""
+    from htam_agent.memory.config import MemoryConfig
+    from htam_agent.memory.htam import HTAMemory
+
+    mem = HTAMemory(MemoryConfig(data_dir))
+    while not Path(go_file).exists():
+        time.sleep(0.005)
+    for st, d, strategies, outcome, hist, uid in class_events(worker):
+        mem.record(st, d, strategies, outcome, history=hist, uid=uid, task_id=f"w{worker}")
+        mem.select_directions(st, hist)  # readers fold other writers' rows while they write
+    mem.close()
+
+
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
     if cmd == "record":
         record(args[0], int(args[1]), args[2], args[3])
     elif cmd == "record_shared":
         record_shared(args[0], args[1], args[2], int(args[3]), args[4], args[5])
+    elif cmd == "record_classes":
+        record_classes(args[0], int(args[1]), args[2])
     elif cmd == "record_forever":
         record_forever(args[0], int(args[1]), args[2])
     else:

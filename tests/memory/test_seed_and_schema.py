@@ -92,7 +92,9 @@ def test_gain_and_reward():
     assert gain_of(MemoryState(StateKey("matmul")), Outcome(True, "correct_slow", 2.0)) == math.log(2)  # vs eager
     assert gain_of(st, Outcome(False, "incorrect", None, "nan")) is None
     assert reward_of(False, None) == -0.5
-    assert reward_of(True, 10.0) == 1.5  # clipped
+    assert math.isclose(reward_of(True, 10.0), math.log(2), rel_tol=1e-6)  # saturates at log 2
+    assert math.isclose(reward_of(True, math.log(1.05)), math.log(1.05), rel_tol=0.01)  # small gains stay log gains
+    assert reward_of(True, math.log(32)) < 1.35 * reward_of(True, math.log(2))  # x32 barely beats a doubling
 
 
 def test_importing_the_package_is_cheap():

@@ -16,6 +16,7 @@ import pytest
 from conftest import subprocess_env
 from memory_helpers import fail, gain, state
 
+from htam_agent.memory.schema import reward_of
 from htam_agent.memory.transitions import SCHEMA_VERSION, Event, MemoryStoreError, TransitionStore
 
 WORKER = str(Path(__file__).with_name("memory_worker.py"))
@@ -38,7 +39,7 @@ def test_events_aggregate_into_edge_and_strategy_statistics(tmp_path):
     cell = idx.cell("memory_access", "data_reuse", ("matmul", "compute", "correct_slow", "cuda"))
     assert (cell.n, cell.improved, cell.failed, cell.n_gain) == (3, 1, 1, 2)
     assert math.isclose(cell.mean_gain, (math.log(2.0) + 0.0) / 2)
-    assert cell.sum_reward == pytest.approx(math.log(2.0) + 0.0 - 0.5)
+    assert cell.sum_reward == pytest.approx(reward_of(True, math.log(2.0)) + 0.0 - 0.5)
     assert list(idx.failures[("memory_access", "data_reuse")]) == ["illegal memory access"]
     assert idx.strategy_total("dr_smem_tiling_gemm").n == 3
     assert idx.edge_total("memory_access", "data_reuse") == cell  # a single key so far
