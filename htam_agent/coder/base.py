@@ -28,6 +28,17 @@ class StrategyBrief:
 
 
 @dataclass(frozen=True)
+class DirectionAdvice:
+    """One direction as the memory ranks it for this state, with the evidence behind the rank (advice, not an
+    order: the coder may depart from it and declares what it applied)."""
+
+    id: str
+    name: str = ""
+    evidence: str = ""
+    score: float | None = None
+
+
+@dataclass(frozen=True)
 class CodeRequest:
     task_name: str
     task_source: str
@@ -44,6 +55,7 @@ class CodeRequest:
     variant: int = 0                               # index of this candidate among the step's candidates
     step: int = 0
     notes: tuple[str, ...] = ()                    # learned notes retrieved from memory
+    advice: tuple[DirectionAdvice, ...] = ()       # the ranked directions with their evidence (best first)
 
 
 @dataclass
@@ -54,6 +66,9 @@ class CodeProposal:
     prompt: str = ""                               # what was asked (rendered prompt / exemplar description)
     reply: str = ""                                # raw answer (LLM text / exemplar notes)
     strategy_ids: list[str] = field(default_factory=list)  # strategies the code actually applies
+    direction: str | None = None                   # the direction the code applies, when the coder says (declared)
+    declared: bool = False                         # the reply declared what it applied (direction/strategies)
+    plan: str = ""                                 # the reply's plan paragraph (for learned strategy cards)
     error: str = ""                                # why code is None (no code block, wrong backend, ...)
     llm_calls: int = 0
     input_tokens: int = 0

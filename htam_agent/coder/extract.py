@@ -254,4 +254,124 @@ def extract_code(reply: str, backend: str) -> Extraction:
     return _check(code, backend, how, 0)
 
 
-__all__ = ["Block", "Extraction", "extract_code", "fenced_blocks", "strip_reasoning"]
+# ------------------------------------------------------------------------------------------------------
+# the declaration line: what the reply says its code applies
+# ------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Declaration:
+    """What a reply declares it applied. ``direction`` is a known direction id or None (absent or not
+    recognised); ``strategies`` are known strategy ids; ``unknown`` keeps the names that matched nothing."""
+
+    direction: str | None
+    strategies: tuple[str, ...]
+    raw: str
+    unknown: tuple[str, ...] = ()
+
+
+_DECL_LINE = re.compile(
+    r"^[^\S\n]*(?:[-*>#/]+[^\S\n]*)?(?:\*\*|__|`)?[^\S\n]*(?:applied|htam[-_ ]?applied|declaration)"
+    r"[^\S\n]*(?:\*\*|__|`)?[^\S\n]*(?:\*\*|__)?[:=](?P<body>[^\n]*)$", re.IGNORECASE | re.MULTILINE)
+_DIR_KEY = re.compile(r"\b(?:direction|dir)\b\s*[:=]?\s*", re.IGNORECASE)
+_STRAT_KEY = re.compile(r"\b(?:strateg(?:y|ies)|techniques?)\b\s*[:=]?\s*", re.IGNORECASE)
+_NONE = {"", "none", "no", "n/a", "na", "-", "nothing", "null", "[]"}
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def _match_direction(text: str, directions: dict[str, str]) -> str | None:
+    """A direction id from free text: its id or name, exactly or as the start of the text, or mentioned once."""
+    t = _norm(text)
+    if not t:
+        return None
+    by_norm = {_norm(i): i for i in directions} | {_norm(n): i for i, n in directions.items() if n}
+    if t in by_norm:
+        return by_norm[t]
+    starts = {i for k, i in by_norm.items() if t.startswith(k + "_") or k.startswith(t + "_")}
+    if len(starts) == 1:
+        return starts.pop()
+    found = {i for k, i in by_norm.items() if re.search(rf"(^|_){re.escape(k)}(_|$)", t)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _match_strategies(text: str, strategies: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Known strategy ids named in ``text`` (by id or title, any case), in order, and the leftover names."""
+    if _norm(text) in {_norm(x) for x in _NONE} or text.strip().lower() in _NONE:
+        return (), ()
+    found: list[tuple[int, str]] = []
+    low = text.lower()
+    for sid, title in strategies.items():
+        m = re.search(rf"(?<![a-z0-9_.-]){re.escape(sid.lower())}(?![a-z0-9_-])", low)
+        if m is None and title:
+            m = re.search(rf"(?<![a-z0-9]){re.escape(title.lower())}(?![a-z0-9])", low)
+        if m is not None:
+            found.append((m.start(), sid))
+    ids = tuple(sid for _, sid in sorted(found))
+    rest = low
+    for sid in ids:
+        rest = rest.replace(sid.lower(), " ").replace((strategies.get(sid) or "\0").lower(), " ")
+    unknown = tuple(t for t in (x.strip(" `*'\"[]().") for x in re.split(r"[,;+|]|\band\b", rest))
+                    if t and t not in _NONE)
+    return ids, unknown
+
+
+def parse_declaration(reply: str, directions: dict[str, str], strategies: dict[str, str]) -> Declaration | None:
+    """The last ``APPLIED:`` line of a reply, parsed leniently (None when there is none).
+
+    Accepted forms include ``APPLIED: direction=memory_access; strategies=ma_vectorized_loads, bc_tail_masking``,
+    ``**Applied**: Memory access (ma_vectorized_loads)``, ``# APPLIED: {"direction": "...", "strategies": [...]}``,
+    a direction by its name ("Parallel mapping"), strategies by id or title, ``strategies=none``. ``directions``
+    and ``strategies`` map known ids to names/titles; names that match nothing are kept in ``unknown``."""
+    text = strip_reasoning(reply or "")
+    lines = list(_DECL_LINE.finditer(text))
+    if not lines:
+        return None
+    body = lines[-1].group("body").strip().strip("*_`").strip()
+    raw = lines[-1].group(0).strip()
+    d_text, s_text = "", ""
+    if body.startswith("{"):
+        import json
+
+        try:
+            obj = json.loads(body)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict):
+            d_text = str(obj.get("direction") or "")
+            st = obj.get("strategies") or []
+            s_text = ", ".join(map(str, st)) if isinstance(st, list) else str(st)
+            body = ""
+    if body:
+        dm, sm = _DIR_KEY.search(body), _STRAT_KEY.search(body)
+        if dm and sm:
+            if dm.start() < sm.start():
+                d_text, s_text = body[dm.end():sm.start()], body[sm.end():]
+            else:
+                s_text, d_text = body[sm.end():dm.start()], body[dm.end():]
+        elif sm:
+            d_text, s_text = body[:sm.start()], body[sm.end():]
+        elif dm:
+            d_text, s_text = body[dm.end():], ""
+            paren = re.search(r"\((.*)\)", d_text)
+            if paren:
+                d_text, s_text = d_text[:paren.start()], paren.group(1)
+        else:  # "Memory access (ma_x, ma_y)" or "memory_access; ma_x, ma_y"
+            paren = re.search(r"\((.*)\)", body)
+            if paren:
+                d_text, s_text = body[:paren.start()], paren.group(1)
+            else:
+                sep = re.search(r"[;|:]|\s[-–]\s", body)
+                d_text, s_text = (body[:sep.start()], body[sep.end():]) if sep else (body, "")
+    d_text = d_text.strip(" ;,|.`*'\"")
+    s_text = s_text.strip(" ;|.`*'\"")
+    direction = _match_direction(d_text, directions)
+    ids, unknown = _match_strategies(s_text, strategies)
+    if direction is None and not ids:  # maybe the strategies were listed without a key, after the direction
+        ids, unknown = _match_strategies(body, strategies)
+        direction = direction or _match_direction(d_text.split(",")[0], directions)
+    return Declaration(direction, ids, raw, unknown)
+
+
+__all__ = ["Block", "Declaration", "Extraction", "extract_code", "fenced_blocks", "parse_declaration",
+           "strip_reasoning"]

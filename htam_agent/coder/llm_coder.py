@@ -4,7 +4,9 @@
     coder = LLMCoder(any_chat_model, ctx)          # any LangChain BaseChatModel
     proposal = coder.propose(request)
 
-One `propose` is one conversation: the system and user prompts, then, while the reply has no usable code
+The proposal reports what the reply declares it applied (its `APPLIED:` line, parsed leniently: direction and
+strategy ids), so the memory learns what was done rather than what was asked; without a declaration the
+requested strategies stand. One `propose` is one conversation: the system and user prompts, then, while the reply has no usable code
 (no code block, no ModelNew, does not parse, wrong backend), a short corrective message in the same
 conversation, at most `max_asks` times. Transient endpoint errors are retried with backoff
 (`htam_agent.llm.invoke_with_retry`); an endpoint that stays down or a wrong setting raises
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from htam_agent.coder.base import CodeProposal, CodeRequest
-from htam_agent.coder.extract import Extraction, extract_code
+from htam_agent.coder.extract import Declaration, Extraction, extract_code, parse_declaration
 from htam_agent.coder.prompting import render_ask_again, render_request
 from htam_agent.llm import (
     RetryPolicy,
@@ -30,6 +32,7 @@ from htam_agent.llm import (
     invoke_with_retry,
     make_chat_model,
 )
+from htam_agent.memory.cards import plan_text
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -131,7 +134,9 @@ class LLMCoder:
                 self.usage = self.usage + used
 
         assert extraction is not None
-        asks = sum(1 for t in transcript if t.startswith("### reply"))
+        replies = [t.split("\n\n", 1)[-1] for t in transcript if t.startswith("### reply")]
+        declaration = declared_in(replies, request)
+        asks = len(replies)
         error = ""
         if not extraction.ok:
             error = (f"no usable code after {asks} repl{'y' if asks == 1 else 'ies'} "
@@ -142,7 +147,11 @@ class LLMCoder:
             uses_llm=True,
             prompt=prompt.text(),
             reply="\n\n".join(transcript),
-            strategy_ids=[s.id for s in request.strategies],
+            strategy_ids=(list(declaration.strategies) if declaration is not None
+                          else [s.id for s in request.strategies]),
+            direction=declaration.direction if declaration is not None else None,
+            declared=declaration is not None,
+            plan=plan_text(replies[-1]) if replies else "",
             error=error,
             llm_calls=used.calls,
             input_tokens=used.input_tokens,
@@ -150,4 +159,20 @@ class LLMCoder:
         )
 
 
-__all__ = ["LLMCoder", "message_text"]
+def declared_in(replies: list[str], request: CodeRequest) -> Declaration | None:
+    """The declaration of the last reply that has one (the one with the code usually; an earlier reply's when a
+    corrective ask got only code back). Known names: the catalog's directions, its strategies and the request's
+    (learned cards included)."""
+    from htam_agent.memory.catalog import load_catalog
+
+    catalog = load_catalog()
+    directions = {d.id: d.name for d in catalog.directions}
+    strategies = {s.id: s.title for s in catalog.strategies} | {s.id: s.title for s in request.strategies}
+    for reply in reversed(replies):
+        found = parse_declaration(reply, directions, strategies)
+        if found is not None:
+            return found
+    return None
+
+
+__all__ = ["LLMCoder", "declared_in", "message_text"]

@@ -7,7 +7,9 @@ provide is an error (never sent to the model half-filled). Substituted values ar
 Files (one per node and backend):
   system.md                  role, the evaluator's rules, the backend's candidate format ({format})
   format_<backend>.md        the exact candidate format for cuda, triton, cpp
-  generate_<backend>.md      a fresh candidate: task, current best, direction, strategies, notes
+  generate_<backend>.md      a fresh candidate: task, current best, the memory's ranked directions as advice
+                             ({advice}: evidence, the one suggested for this candidate), strategies, notes, and
+                             the declaration line to end the reply with ({declare})
   repair.md                  a repair (shared): failed code, the evaluator's reason, repair_hints_<backend>.md
   ask_again.md               the corrective message when a reply had no usable code
 
@@ -132,6 +134,56 @@ def _direction_section(request: CodeRequest) -> str:
     return text
 
 
+def _advice_section(request: CodeRequest) -> str:
+    """The memory's ranked directions as advice with their evidence, the one suggested for this candidate first.
+
+    Evidence is counts and gains in this operator class and in this task (policy.py's summary), not the score's
+    arithmetic: a strong model can weigh "3 of 4 tries improved, typical x1.4" against what it sees in the code
+    and the profile, and depart from the suggestion when they disagree."""
+    if not request.advice:
+        if not request.direction:
+            return "No direction chosen: use your judgement about the bottleneck."
+        return f"Suggested direction for this candidate: {_direction_section(request)}"
+    names = {a.id: a.name or a.id.replace("_", " ") for a in request.advice}
+    lines = []
+    if request.direction:
+        name = names.get(request.direction, request.direction.replace("_", " "))
+        lines.append(f"Suggested for this candidate: **{name}** (`{request.direction}`)."
+                     + (" The other candidates of this step explore other directions, so take this one unless "
+                        "the evidence below or the current best's profile clearly says otherwise."
+                        if request.variant > 0 else ""))
+        lines.append("")
+    lines.append("Directions ranked by the memory for this state, best first, with the evidence behind the rank:")
+    for i, a in enumerate(request.advice, 1):
+        mark = " (suggested)" if a.id == request.direction else ""
+        lines.append(f"{i}. **{names[a.id]}** (`{a.id}`){mark}: {a.evidence.strip() or 'no evidence recorded'}")
+    lines.append("")
+    lines.append("This is advice, not an order: if the timing and roofline of the current best point to another "
+                 "bottleneck, follow them, and say in your declaration what you applied.")
+    return "\n".join(lines)
+
+
+def _declare_section(request: CodeRequest) -> str:
+    """How to declare what the code applies: one line the memory parses and learns from (not what was asked)."""
+    if not request.direction and not request.advice:
+        return ""
+    ids = ", ".join(f"`{d}`" for d in direction_ids())
+    listed = ", ".join(f"`{s.id}`" for s in request.strategies)
+    return ("After the code block, end your reply with one line that says what the code really applies, in this "
+            "form:\n\n"
+            "APPLIED: direction=<direction id>; strategies=<strategy ids, comma-separated, or none>\n\n"
+            f"Direction ids: {ids}." + (f" Strategy ids offered here: {listed} (name others by a short "
+                                        "title if you used them)." if listed else ""))
+
+
+@lru_cache(maxsize=1)
+def direction_ids() -> tuple[str, ...]:
+    """The memory's direction ids (the seed catalog; cheap: no vector store, no embeddings)."""
+    from htam_agent.memory.catalog import load_catalog
+
+    return tuple(load_catalog().direction_ids())
+
+
 def _clip(text: str, limit: int) -> str:
     text = text.strip()
     return text if len(text) <= limit else text[:limit].rstrip() + "\n... (truncated)"
@@ -150,6 +202,9 @@ def strategy_block(strategy: StrategyBrief, backend: str) -> str:
 
 def _strategies_section(request: CodeRequest) -> str:
     if not request.strategies:
+        if request.direction and request.step > 0:
+            return ("None new: the strategies of this direction that fit this operator are already in the "
+                    "current best or did not help here. Choose a technique of your own that fits the direction.")
         return "None retrieved: choose techniques that fit the direction."
     return "\n\n".join(strategy_block(s, request.backend) for s in request.strategies)
 
@@ -161,7 +216,7 @@ def _notes_section(request: CodeRequest) -> str:
 
 
 def _variant_section(request: CodeRequest) -> str:
-    if request.variant <= 0:
+    if request.variant <= 0 or request.advice:  # with advice, each candidate already has its own direction
         return ""
     return (f"This is candidate {request.variant + 1} of this step: take a different approach from the "
             f"obvious one (another tiling, mapping or block size), so the candidates do not duplicate "
@@ -184,6 +239,8 @@ def request_values(request: CodeRequest) -> dict[str, Any]:
         "variant_index": request.variant,
         "current": _current_section(request),
         "direction": _direction_section(request),
+        "advice": _advice_section(request),
+        "declare": _declare_section(request),
         "strategies": _strategies_section(request),
         "notes": _notes_section(request),
         "variant": _variant_section(request),
@@ -225,9 +282,10 @@ def render_request(request: CodeRequest, prompts_dir: str | Path | None = None) 
     if is_repair(request):
         values["repair_hints"] = load_template(f"repair_hints_{backend}.md", prompts_dir).rstrip()
         user = render(load_template("repair.md", prompts_dir), values, name="repair.md")
-        return RenderedPrompt(system, user, "repair")
+        return RenderedPrompt(system, user.rstrip() + "\n", "repair")
     name = f"generate_{backend}.md"
-    return RenderedPrompt(system, render(load_template(name, prompts_dir), values, name=name), "generate")
+    user = render(load_template(name, prompts_dir), values, name=name)
+    return RenderedPrompt(system, user.rstrip() + "\n", "generate")  # an empty last section leaves no blank tail
 
 
 def render_ask_again(problem: str, backend: str, prompts_dir: str | Path | None = None) -> str:
@@ -247,7 +305,8 @@ def dumps_request(request: CodeRequest) -> str:
     """A compact JSON description of a request (for trace metadata and artifacts)."""
     return json.dumps({"task": request.task_name, "backend": request.backend, "step": request.step,
                        "direction": request.direction, "repair": request.repair, "variant": request.variant,
-                       "strategies": [s.id for s in request.strategies]})
+                       "strategies": [s.id for s in request.strategies],
+                       "advice": [a.id for a in request.advice]})
 
 
 __all__ = [
