@@ -18,6 +18,7 @@ class Analysis(TypedDict, total=False):
     status: str            # none, compile_error, incorrect, correct_slow, near_roofline
     description: str       # one paragraph for prompts and embeddings
     ops: list[str]         # the reference's operators, from its FX graph
+    features: list[str]    # the operator classes the reference contains (strategy applicability)
 
 
 class DirectionChoice(TypedDict, total=False):
@@ -26,6 +27,8 @@ class DirectionChoice(TypedDict, total=False):
     score: float | None
     alternatives: list[dict[str, Any]]   # the next best directions with their scores (for people and reports)
     chosen_by: str                       # policy | random | first | person | none
+    portfolio: list[dict[str, Any]]      # per candidate of the step: {"id", "strategies": [StrategyBrief fields]}
+    advice: list[dict[str, Any]]         # the ranked directions shown to the coder: {"id", "name", "evidence", "score"}
 
 
 class CandidateRecord(TypedDict, total=False):
@@ -44,6 +47,10 @@ class CandidateRecord(TypedDict, total=False):
     compile: dict[str, Any] | None        # compile-only verdict (parallel branches)
     verdict: dict[str, Any] | None        # the full verdict (sequential timing)
     edited_by_person: bool
+    direction: str | None                 # the direction the code applies (declared by the coder, else assigned)
+    assigned_direction: str | None        # the direction this candidate was asked to follow (its portfolio slot)
+    declared: bool                        # the reply declared what it applied
+    plan: str                             # the reply's plan paragraph (a learned card's description)
 
 
 class Best(TypedDict, total=False):
@@ -72,6 +79,9 @@ class StepRecord(TypedDict, total=False):
     candidates: int
     reason: str
     improved: bool
+    directions: list[str | None]          # what each candidate of the step applied (by variant)
+    state_key: list[str]                  # memory state key the step started from: op_class, bottleneck, status
+    learned: str | None                   # id of the strategy card learned from this step's kernel, if any
 
 
 def merge_candidates(left: list[CandidateRecord] | None, right: list[CandidateRecord] | None

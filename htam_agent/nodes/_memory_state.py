@@ -35,7 +35,7 @@ def memory_status(verdict: dict[str, Any]) -> str:
 
 
 def memory_state(state: AgentState, ctx: RunContext):  # -> htam_agent.memory.schema.MemoryState
-    from htam_agent.memory.schema import MemoryState, StateKey
+    from htam_agent.memory.schema import OP_CLASSES, MemoryState, StateKey
 
     a = state.get("analysis") or {}
     best = state.get("best") or {}
@@ -45,7 +45,65 @@ def memory_state(state: AgentState, ctx: RunContext):  # -> htam_agent.memory.sc
                      status=a.get("status", "none"), backend=ctx.backend),
         description=a.get("description", ""),
         speedup=speed if speed and speed > 0 else None,
+        features=frozenset(f for f in a.get("features") or () if f in OP_CLASSES),
     )
+
+
+def state_key_list(state: AgentState) -> list[str]:
+    """The step's memory state key without the backend (a run has one backend), for the step record."""
+    a = state.get("analysis") or {}
+    return [a.get("op_class", "other"), a.get("bottleneck", "unknown"), a.get("status", "none")]
+
+
+def _evaluated(c: dict[str, Any]) -> bool:
+    v = c.get("verdict")
+    return bool(v) and not v.get("not_evaluated")
+
+
+def _last_attempts(cands: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    out: dict[int, dict[str, Any]] = {}
+    for c in cands:
+        v = c.get("variant", 0)
+        if v not in out or c.get("repair", 0) >= out[v].get("repair", 0):
+            out[v] = c
+    return out
+
+
+def task_memory(state: AgentState, ctx: RunContext):  # -> htam_agent.memory.schema.TaskMemory
+    """What this task did so far, one Attempt per candidate (its last repair) of every finished step: the
+    direction and strategies it applied (declared, else assigned), whether it beat the best before its step,
+    whether it became the best, and the state key the step started from."""
+    from htam_agent.memory.schema import Attempt, StateKey, TaskMemory
+
+    keys = {h.get("step"): h.get("state_key") for h in state.get("history", [])}
+    steps = {h.get("step"): h.get("direction") for h in state.get("history", [])}
+    by_step: dict[int, list[dict[str, Any]]] = {}
+    for c in state.get("candidates", []):
+        if c.get("step") in steps:  # finished steps only
+            by_step.setdefault(c.get("step", 0), []).append(c)  # type: ignore[arg-type]
+    attempts = []
+    best: float | None = None
+    for step in sorted(by_step):
+        last = [c for _, c in sorted(_last_attempts(by_step[step]).items()) if _evaluated(c)]
+        raw = keys.get(step)
+        key = StateKey(raw[0], raw[1], raw[2], ctx.backend) if raw and len(raw) == 3 else None
+        accepted = [c for c in last if (c.get("verdict") or {}).get("accepted")]
+        top = max(accepted, key=lambda c: c["verdict"].get("speedup_vs_eager") or 0.0, default=None)
+        top_speed = (top or {}).get("verdict", {}).get("speedup_vs_eager") if top else None
+        new_best = top is not None and (best is None or (top_speed is not None and top_speed > best))
+        for c in last:
+            v = c.get("verdict") or {}
+            speed = v.get("speedup_vs_eager")
+            improved = bool(v.get("accepted")) and (best is None or (speed is not None and speed > best))
+            direction = c.get("direction") or steps.get(step)
+            if not direction:
+                continue
+            attempts.append(Attempt(direction=direction, strategies=tuple(c.get("strategy_ids") or ()),
+                                    improved=improved, accepted=bool(v.get("accepted")), key=key, step=step,
+                                    became_best=new_best and c is top))
+        if new_best:
+            best = top_speed if top_speed is not None else best
+    return TaskMemory(tuple(attempts))
 
 
 def history_steps(state: AgentState):  # -> list[HistoryStep]

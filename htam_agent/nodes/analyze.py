@@ -95,6 +95,19 @@ def classify(ops: list[str]) -> str:
     return main
 
 
+_SHAPE_OPS = {"getitem", "getattr", "size", "view", "reshape", "contiguous", "flatten", "permute", "transpose",
+              "squeeze", "unsqueeze", "to", "float", "identity", "dropout"}
+
+
+def features_of(ops: list[str]) -> list[str]:
+    """The operator classes the reference's ops contain (a conv + ReLU chain: convolution and elementwise), so
+    the memory offers only strategies that fit work the reference really does."""
+    found = {cls for op in ops for cls, names in _CLASS_OPS if op in names}
+    if any(op in _ELEMENTWISE and op not in _SHAPE_OPS for op in ops):
+        found.add("elementwise")
+    return sorted(found)
+
+
 def status_of(state: AgentState) -> str:
     best = state.get("best")
     if best:
@@ -148,7 +161,7 @@ def analyze(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     shown = ", ".join(dict.fromkeys(o for o in ops if o not in ("getattr", "getitem", "size")))[:200]
     desc = f"Reference ops: {shown}. {why}; {speed}."
     analysis: Analysis = {"op_class": op_class, "bottleneck": bottleneck, "status": status, "description": desc,
-                          "ops": ops}
+                          "ops": ops, "features": features_of(ops)}
     get_stream_writer()({"event": "analyze", "step": state.get("step", 0), "op_class": op_class,
                          "bottleneck": bottleneck, "status": status, "backend": ctx.backend})
     return {"analysis": analysis}

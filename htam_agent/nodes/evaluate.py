@@ -116,6 +116,7 @@ def base_payload(state: AgentState) -> dict[str, Any]:
         "direction_reason": direction.get("reason", ""), "strategies": state.get("strategies", []),
         "notes": state.get("notes", []), "best_code": best.get("code"), "best_verdict": best.get("verdict"),
         "failed_code": None, "feedback": "", "given_code": None, "repair": 0,
+        "portfolio": direction.get("portfolio", []), "advice": direction.get("advice", []),
     }
 
 

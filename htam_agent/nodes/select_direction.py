@@ -1,8 +1,11 @@
-"""Select a global direction on the HTG for the current state and the recent history.
+"""Select the step's directions on the HTG: a portfolio, one direction per candidate, for the state and history.
 
-The policy is the memory's (priors, state fit, transitions attended over the history, exploration), with the
-context's switches: `direction_policy` random or first for baselines, `use_transitions=False` for the
-ablation, `memory_mode` flat (no hierarchy: the direction follows the best retrieved strategy) or none.
+The policy is the memory's (priors, state fit, transitions attended over the history, exploration, and the task's
+no-repeat rules), with the context's switches: `direction_policy` random or first for baselines,
+`use_transitions=False` for the ablation, `memory_mode` flat (no hierarchy: the direction follows the best
+retrieved strategy) or none. With K candidates per step the K candidates take the top K distinct directions, so a
+step explores K hypotheses instead of K variations of one. The ranked directions and their evidence go to the
+coder as advice (`advice`), the direction of the first slot is the step's headline `id`.
 """
 
 from __future__ import annotations
@@ -15,27 +18,35 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from htam_agent.context import RunContext
-from htam_agent.nodes._memory_state import history_steps, memory_state
+from htam_agent.nodes._memory_state import history_steps, memory_state, task_memory
 from htam_agent.resources import memory_for
 from htam_agent.state import AgentState, DirectionChoice
 
+#: directions shown to the coder as ranked advice (at least the portfolio's size)
+ADVICE_SIZE = 4
+
 
 def _ranked(state: AgentState, ctx: RunContext) -> list[Any]:
-    from htam_agent.memory.policy import score_directions
-
     mem = memory_for(ctx)
     assert mem is not None
     policy = mem.policy
     if not ctx.use_transitions:
         policy = replace(policy, w_edge=0.0, w_similar=0.0)
-    key = memory_state(state, ctx).key
-    return score_directions(mem.catalog.directions, key, history_steps(state), mem.transitions.index(), policy,
-                            ctx.seed + state.get("step", 0))
+    return mem.select_directions(memory_state(state, ctx), history_steps(state), seed=ctx.seed + state.get("step", 0),
+                                 task=task_memory(state, ctx), policy=policy)
+
+
+def portfolio(ids: list[str], k: int) -> list[str]:
+    """k slots from a ranked list of distinct ids: the top k, cycling when there are fewer than k."""
+    if not ids or k <= 0:
+        return []
+    return [ids[i % len(ids)] for i in range(k)]
 
 
 def select_direction(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     step = state.get("step", 0)
+    k = max(1, ctx.candidates)
     if ctx.memory_mode != "htam":
         # none: no memory at all; flat: the retrieve node picks the direction of the best flat hit
         choice: DirectionChoice = {"id": None, "reason": f"memory mode {ctx.memory_mode}: no direction graph",
@@ -43,18 +54,28 @@ def select_direction(state: AgentState, runtime: Runtime[RunContext]) -> dict[st
     else:
         ranked = _ranked(state, ctx)
         alts = [{"id": d.id, "score": round(d.score, 4), "reason": d.reason} for d in ranked[:4]]
+        advice = [{"id": d.id, "name": d.name, "evidence": d.summary, "score": round(d.score, 3)}
+                  for d in ranked[:max(ADVICE_SIZE, k)]]
+        ids = [d.id for d in ranked]
+        by_id = {d.id: d for d in ranked}
         if ctx.direction_policy == "random":
-            pick = random.Random(f"{ctx.seed}:{state.get('run_id', '')}:{step}").choice(ranked)
-            choice = {"id": pick.id, "reason": "random direction (baseline policy)", "score": pick.score,
-                      "alternatives": alts, "chosen_by": "random"}
+            rng = random.Random(f"{ctx.seed}:{state.get('run_id', '')}:{step}")
+            slots = portfolio(rng.sample(ids, len(ids)), k)
+            reason, chosen_by = "random direction (baseline policy)", "random"
+            advice = []  # the baseline gives no ranking to follow
         elif ctx.direction_policy == "first":
-            pick = sorted(ranked, key=lambda d: d.id)[step % len(ranked)]
-            choice = {"id": pick.id, "reason": "fixed round-robin order (baseline policy)", "score": pick.score,
-                      "alternatives": alts, "chosen_by": "first"}
+            order = sorted(ids)
+            slots = [order[(step * k + i) % len(order)] for i in range(k)]
+            reason, chosen_by = "fixed round-robin order (baseline policy)", "first"
+            advice = []
         else:
-            top = ranked[0]
-            choice = {"id": top.id, "reason": top.reason, "score": round(top.score, 4), "alternatives": alts,
-                      "chosen_by": "policy"}
+            slots = portfolio(ids, k)
+            reason, chosen_by = by_id[slots[0]].reason, "policy"
+        top = by_id[slots[0]]
+        choice = {"id": top.id, "reason": reason, "score": round(top.score, 4), "alternatives": alts,
+                  "chosen_by": chosen_by, "portfolio": [{"id": d, "strategies": []} for d in slots],
+                  "advice": advice}
     get_stream_writer()({"event": "direction", "step": step, "direction": choice["id"],
+                         "portfolio": [p["id"] for p in choice.get("portfolio", [])],
                          "reason": choice["reason"][:300]})
     return {"direction": choice}

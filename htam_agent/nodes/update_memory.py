@@ -1,8 +1,11 @@
-"""Close a step: keep the best candidate, record the transition in the memory, decide whether to go on.
+"""Close a step: keep the best candidate, record each candidate's transition in the memory, learn a strategy card
+from a kernel that beat the best, decide whether to go on.
 
 The memory learns from real verdicts only: a candidate that was never evaluated (replay mode without a stored
-verdict) is not recorded as a failure. Recording uses a uid made of the run id and the step, so a step
-re-run after a resume does not count twice.
+verdict) is not recorded as a failure. It learns what was done, not what was asked: each candidate is one event
+under the direction and strategies it applied (declared in its reply, else assigned by its portfolio slot).
+Recording uses a uid made of the run id, the step and the variant, so a step re-run after a resume does not count
+twice.
 """
 
 from __future__ import annotations
@@ -13,10 +16,23 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from htam_agent.context import RunContext
-from htam_agent.nodes._memory_state import history_steps, memory_state, memory_status, roofline_fraction
+from htam_agent.nodes._memory_state import (
+    history_steps,
+    memory_state,
+    memory_status,
+    roofline_fraction,
+    state_key_list,
+)
 from htam_agent.nodes.generate import UNSUPPORTED
 from htam_agent.resources import memory_for
-from htam_agent.state import AgentState, Best, StepRecord, evaluations_used, step_candidates
+from htam_agent.state import (
+    AgentState,
+    Best,
+    StepRecord,
+    evaluations_used,
+    latest_per_variant,
+    step_candidates,
+)
 
 
 def _speed(c: dict[str, Any]) -> float:
@@ -48,32 +64,34 @@ def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, 
                                   speedup_vs_eager=speed, speedup_vs_compile=verdict.get("speedup_vs_compile"),
                                   roofline_fraction=roofline_fraction(verdict))
 
-    never_evaluated = bool(cands) and all((c.get("verdict") or {}).get("not_evaluated") for c in cands)
     # a coder that cannot handle the task says nothing about the direction: no transition is recorded
     unsupported = bool(cands) and all((c.get("error") or "").startswith(UNSUPPORTED) for c in cands)
-    never_evaluated = never_evaluated or unsupported
+    finals = [c for _, c in sorted(latest_per_variant(cands).items())]
     mem = memory_for(ctx)
-    if mem is not None and ctx.learn and direction.get("id") and cands and not never_evaluated:
-        from htam_agent.memory.schema import Outcome
-
-        speed = verdict.get("speedup_vs_eager") if accepted else None
-        outcome = Outcome(accepted=bool(accepted), status=memory_status(verdict),
-                          speedup_vs_eager=speed if speed and speed > 0 else None,
-                          failed_reason="" if accepted else (verdict.get("reason") or "")[:500])
+    learned: str | None = None
+    if mem is not None and ctx.learn and direction.get("id") and not unsupported:
+        mstate = memory_state(state, ctx)
+        history = history_steps(state)
         known = mem.strategies()
-        note = (f"{state.get('task_name')}: direction {direction['id']} with {', '.join(strategy_ids) or 'no strategy'}"
-                f" -> {verdict.get('status')}" + (f", {speed:.2f}x over eager" if speed else "")
-                + ("" if accepted else f" ({(verdict.get('reason') or '')[:200]})"))
-        mem.record(memory_state(state, ctx), direction["id"], [s for s in strategy_ids if s in known], outcome,
-                   history=history_steps(state), note=note, task_id=state.get("task_name", ""),
-                   run_id=state["run_id"], uid=f"{state['run_id']}:{step}")
+        for c in finals:
+            _record_candidate(mem, state, c, c.get("direction") or direction["id"], mstate, history, known, step)
+        if improved and chosen is not None and chosen.get("code"):
+            card = mem.learn_card(mstate, chosen.get("direction") or direction["id"], code=chosen["code"] or "",
+                                  plan=chosen.get("plan", ""), speedup_after=verdict.get("speedup_vs_eager"),
+                                  built_on=chosen.get("strategy_ids") or [], task_id=state.get("task_name", ""),
+                                  run_id=state["run_id"], step=step)
+            learned = card.id if card is not None else None
 
-    record = StepRecord(step=step, direction=direction.get("id"), direction_reason=direction.get("reason", ""),
-                        strategies=strategy_ids, status=verdict.get("status", "none"), accepted=bool(accepted),
+    applied = (chosen or {}).get("direction") or direction.get("id")
+    record = StepRecord(step=step, direction=applied, direction_reason=direction.get("reason", ""),
+                        strategies=list((chosen or {}).get("strategy_ids") or []) if accepted else strategy_ids,
+                        status=verdict.get("status", "none"), accepted=bool(accepted),
                         failed=not accepted, speedup_vs_eager=verdict.get("speedup_vs_eager"),
                         speedup_vs_compile=verdict.get("speedup_vs_compile"), roofline_fraction=roofline_fraction(verdict),
                         repairs=max((c.get("repair", 0) for c in cands), default=0), candidates=len(cands),
-                        reason=(verdict.get("reason") or "")[:500], improved=improved)
+                        reason=(verdict.get("reason") or "")[:500], improved=improved,
+                        directions=[c.get("direction") or direction.get("id") for c in finals],
+                        state_key=state_key_list(state), learned=learned)
     update["history"] = [record]
     update["step"] = step + 1
     update["human"] = None
@@ -91,11 +109,39 @@ def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, 
         elif best and (best.get("roofline_fraction") or 0) >= ctx.roofline_stop:
             stop = "roofline"
     update["stop_reason"] = stop
-    get_stream_writer()({"event": "step_done", "step": step, "direction": direction.get("id"),
+    if learned:
+        get_stream_writer()({"event": "learned", "step": step, "strategy": learned})
+    get_stream_writer()({"event": "step_done", "step": step, "direction": applied,
                          "status": record["status"], "speedup_vs_eager": record["speedup_vs_eager"],
                          "best_speedup": (best or {}).get("speedup_vs_eager"), "improved": improved,
                          "stop": stop})
     return update
+
+
+def _record_candidate(mem: Any, state: AgentState, c: dict[str, Any], direction: str, mstate: Any,
+                      history: list[Any], known: dict[str, Any], step: int) -> None:
+    """One event per candidate (its last repair) with a real verdict, under what it applied."""
+    from htam_agent.memory.schema import Outcome
+
+    verdict = c.get("verdict") or {}
+    if not verdict or verdict.get("not_evaluated") or (c.get("error") or "").startswith(UNSUPPORTED):
+        return
+    if direction not in mem.directions:
+        return  # a declared direction the memory does not know (the coder's parser only passes known ones)
+    accepted = bool(verdict.get("accepted"))
+    speed = verdict.get("speedup_vs_eager") if accepted else None
+    outcome = Outcome(accepted=accepted, status=memory_status(verdict),
+                      speedup_vs_eager=speed if speed and speed > 0 else None,
+                      failed_reason="" if accepted else (verdict.get("reason") or "")[:500])
+    strategies = [s for s in c.get("strategy_ids") or [] if s in known]
+    how = "declared" if c.get("declared") else "assigned"
+    note = (f"{state.get('task_name')}: direction {direction} ({how}) with {', '.join(strategies) or 'no strategy'}"
+            f" -> {verdict.get('status')}" + (f", {speed:.2f}x over eager" if speed else "")
+            + ("" if accepted else f" ({(verdict.get('reason') or '')[:200]})"))
+    variant = c.get("variant", 0)
+    uid = f"{state['run_id']}:{step}" + (f":v{variant}" if variant else "")
+    mem.record(mstate, direction, strategies, outcome, history=history, note=note,
+               task_id=state.get("task_name", ""), run_id=state["run_id"], uid=uid)
 
 
 def route_after_update(state: AgentState) -> str:
