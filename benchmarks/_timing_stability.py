@@ -18,8 +18,21 @@ import torch  # noqa: E402
 
 from htam_agent.evaluation import build_cache, timing  # noqa: E402
 from htam_agent.evaluation.backends import get_backend  # noqa: E402
+from htam_agent.evaluation.checker import build_reference  # noqa: E402
+from htam_agent.evaluation.inputs import make_inputs  # noqa: E402
 from htam_agent.evaluation.tasks import load_task  # noqa: E402
-from htam_agent.evaluation.worker import build_models, import_candidate, make_inputs  # noqa: E402
+
+
+def import_candidate(source: str, folder: str):
+    """The candidate imported in this process: a timing benchmark, not an evaluation (no checker here)."""
+    import importlib.util
+
+    path = Path(folder) / "candidate.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("htam_candidate", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def main() -> None:
@@ -34,7 +47,11 @@ def main() -> None:
 
     module = import_candidate(cand_file.read_text(), tempfile.mkdtemp())
     device = torch.device("cuda")
-    _, model = build_models(task, module.ModelNew, device)
+    ref, init = build_reference(task, device)
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = module.ModelNew(*init).to(device)
+    model.load_state_dict(ref.state_dict())
     x = make_inputs(task, device, 100, "task")
 
     def call(_i: int = 0):

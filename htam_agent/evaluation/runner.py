@@ -1,7 +1,10 @@
-"""The parent side: run worker processes with wall-clock limits and turn every way they can die into a verdict.
+"""The parent side: hand each job to a checker process and read back the verdict it assembled.
 
-Jobs are JSON in, JSON out, through files in a per-job scratch directory, with no shared memory: moving the
-worker to another host (Ray, a queue) is a change of transport, not a rewrite.
+The parent never imports candidate code or torch. A checker (checker.py) judges one candidate, which runs
+in a sandbox process of its own (sandbox.py); the parent only enforces a last-resort limit on the checker
+and turns a dead checker into a verdict. Jobs are JSON in, JSON out (the job on the checker's stdin, the
+verdict on a pipe), with no shared memory: moving the checker to another host (Ray, a queue) is a change
+of transport, not a rewrite.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -24,12 +28,11 @@ from typing import Any
 from . import paths
 from .backends import BACKEND_NAMES
 from .store import VerdictStore, candidate_key, device_name
-from .verdict import EVALUATOR_VERSION, finalize, new_verdict
+from .verdict import EVALUATOR_VERSION, STATUSES, finalize, new_verdict
 
 _PKG_PARENT = str(Path(__file__).resolve().parents[2])
 _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION)", re.I)
-_SIGNALS = {int(s): s.name for s in signal.Signals}
-TIERS = ("bare", "default", "thorough")  # the same names as worker.TIERS (the parent never imports the worker)
+TIERS = ("bare", "default", "thorough")  # the same names as inputs.TIERS (the parent never imports torch)
 
 
 @dataclass
@@ -83,13 +86,6 @@ def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def _tail(path: Path, n: int = 4000) -> str:
     try:
         data = path.read_bytes()
@@ -99,101 +95,120 @@ def _tail(path: Path, n: int = 4000) -> str:
 
 
 class _Spare:
-    """A worker process started ahead of time (torch imported), waiting for its job path on stdin.
+    """A checker process started ahead of time (torch imported, its sandbox starting), waiting for a job.
 
-    Still one process per candidate; starting the next one while the current one runs takes Python and
-    torch start-up (seconds) off every candidate's time-to-verdict.
+    Still one checker and one sandbox per candidate; starting the next pair while the current one runs
+    takes Python and torch start-up (seconds) off every candidate's time-to-verdict. The verdict comes back
+    on a pipe only the checker holds (the sandbox is started without it), never through a file.
     """
 
     def __init__(self) -> None:
         self.scratch = Path(tempfile.mkdtemp(prefix="htam-job-"))
         self.out = open(self.scratch / "stdout.txt", "wb")
         self.err = open(self.scratch / "stderr.txt", "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "htam_agent.evaluation.worker", "--wait"],
-            cwd=self.scratch, env=scrubbed_env(), stdout=self.out, stderr=self.err, stdin=subprocess.PIPE,
-            start_new_session=True,  # its own process group: a timeout kills nvcc/ninja children too
-        )
+        self.events, w = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "htam_agent.evaluation.checker", "--result-fd", str(w)],
+                cwd=self.scratch, env=scrubbed_env(), stdout=self.out, stderr=self.err, stdin=subprocess.PIPE,
+                pass_fds=(w,), start_new_session=True,  # its own process group: a timeout kills it whole
+            )
+        finally:
+            os.close(w)
+        os.set_blocking(self.events, False)
 
 
 _spare_lock = threading.Lock()
 _spares: list[_Spare] = []
 SPARES = 2  # enough to hide start-up (~3-4 s on a GPU host) behind jobs of ~2-3 s
+GRACE_S = 30.0  # the checker enforces the phase limits on the candidate; the parent only on the checker
 
 
 def _take_spare(prestart: bool) -> _Spare:
     with _spare_lock:
         while _spares and _spares[0].proc.poll() is not None:
-            _spares.pop(0)
+            _discard(_spares.pop(0))
         spare = _spares.pop(0) if _spares else _Spare()
         while prestart and len(_spares) < SPARES:
             _spares.append(_Spare())
     return spare
 
 
+def _discard(spare: _Spare) -> None:
+    for f in (spare.out, spare.err):
+        f.close()
+    os.close(spare.events)
+    _rmtree(spare.scratch)
+
+
+def _valid_verdict(v: Any) -> bool:
+    return (isinstance(v, dict) and v.get("status") in STATUSES and isinstance(v.get("flags"), list)
+            and isinstance(v.get("trials"), list) and isinstance(v.get("timing"), dict))
+
+
 def run_job(job: dict[str, Any], options: EvalOptions) -> dict[str, Any]:
-    """Run one worker job to completion or to its limit; always returns a verdict dict."""
+    """Run one job in a checker process to completion or to its limit; always returns a verdict dict."""
     spare = _take_spare(options.prestart)
-    scratch, proc, out, err = spare.scratch, spare.proc, spare.out, spare.err
-    job = dict(job)
-    job["result_path"] = str(scratch / "verdict.json")
-    job["phase_path"] = str(scratch / "phase.json")
-    (scratch / "job.json").write_text(json.dumps(job))
+    proc, scratch = spare.proc, spare.scratch
+    job = dict(job, compile_timeout_s=options.compile_timeout_s, run_timeout_s=options.run_timeout_s,
+               keep_scratch=options.keep_scratch)
     t0 = time.time()
     assert proc.stdin is not None
     try:
-        proc.stdin.write(f"{scratch / 'job.json'}\n".encode())
+        proc.stdin.write((json.dumps(job) + "\n").encode())
         proc.stdin.close()
     except BrokenPipeError:
-        pass  # it died on start-up; reported below like any other death
-    timed_out_in: str | None = None
-    limit = 0.0
-    while proc.poll() is None:
-        time.sleep(0.05)
-        phase = _read_json(scratch / "phase.json") or {"phase": "start", "since": t0}
-        limit = options.compile_timeout_s if phase["phase"] in ("start", "compile") else options.run_timeout_s
-        if time.time() - float(phase["since"]) > limit:
-            timed_out_in = phase["phase"]
+        pass  # it died on start-up; reported below
+    phase, since, limit = "start", t0, options.compile_timeout_s
+    buf, verdict, timed_out_in = b"", None, None
+    while True:
+        ready, _, _ = select.select([spare.events], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(spare.events, 1 << 20)
+            except BlockingIOError:
+                chunk = b"?"
+            if not chunk:
+                break  # the checker closed the pipe: it is done (or dead)
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if event.get("event") == "phase":
+                    phase, since = str(event.get("phase")), time.time()
+                    limit = float(event.get("limit_s") or options.run_timeout_s)
+                elif event.get("event") == "verdict":
+                    verdict = event.get("verdict")
+        if time.time() - since > limit + GRACE_S:
+            timed_out_in = phase
             _kill_group(proc)
             break
     proc.wait()
-    out.close()
-    err.close()
+    spare.out.close()
+    spare.err.close()
+    os.close(spare.events)
     wall = time.time() - t0
-    verdict = _read_json(scratch / "verdict.json")
-    if verdict is None:
+    if not _valid_verdict(verdict):
         verdict = new_verdict(job.get("task_name", ""), job["backend"])
-        verdict["phase"] = (_read_json(scratch / "phase.json") or {}).get("phase", "start")
-        stderr_tail = _tail(scratch / "stderr.txt")
+        verdict["phase"] = phase
         if timed_out_in is not None:
             verdict["status"] = "timeout"
             what = "compiling" if timed_out_in in ("start", "compile") else f"in phase '{timed_out_in}'"
-            verdict["reason"] = (f"timeout: no result after {limit:.0f} s {what}; the process was killed "
-                                 "(an infinite loop, a deadlock, or a kernel that never finishes?)")
+            verdict["reason"] = (f"timeout: no result after {limit + GRACE_S:.0f} s {what}; the evaluator's "
+                                 "checker process was killed")
         else:
-            rc = proc.returncode
-            verdict["status"] = "crashed"
-            if rc < 0:
-                sig = _SIGNALS.get(-rc, str(-rc))
-                hint = {"SIGSEGV": "out-of-bounds host or device memory access?",
-                        "SIGKILL": "killed, often the out-of-memory killer",
-                        "SIGABRT": "an abort (failed assertion or uncaught C++ exception)",
-                        "SIGBUS": "misaligned or invalid memory access"}.get(sig, "")
-                verdict["reason"] = f"crashed: the worker died with {sig} during '{verdict['phase']}'" + (
-                    f" ({hint})" if hint else "")
-            else:
-                verdict["reason"] = (f"crashed: the worker exited with status {rc} during '{verdict['phase']}' "
-                                     "without a verdict (does the candidate call exit() or os._exit()?)")
-        verdict["error"] = stderr_tail[-1500:]
-        if verdict["phase"] in ("start", "compile"):
-            verdict["compiler_message"] = stderr_tail
+            verdict["status"] = "error"
+            verdict["reason"] = (f"evaluator error: the checker process ended (status {proc.returncode}) "
+                                 f"during '{phase}' without a verdict; its stderr: "
+                                 + _tail(scratch / "stderr.txt", 600).strip()[-600:])
+        verdict["error"] = _tail(scratch / "stderr.txt")[-1500:]
         finalize(verdict)
     verdict["wall_seconds"] = round(wall, 3)
-    verdict["worker_stderr_tail"] = _tail(scratch / "stderr.txt", 2000)
-    if options.keep_scratch:
-        verdict["scratch"] = str(scratch)
-    else:
-        _rmtree(scratch)
+    verdict["checker_stderr_tail"] = _tail(scratch / "stderr.txt", 2000)
+    _rmtree(scratch)
     return verdict
 
 

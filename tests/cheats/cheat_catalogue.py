@@ -140,6 +140,13 @@ CPP_CHEATS: list[Cheat] = [
     _c("cpp/p18_tmp_persistent_cache.py", "norm_softmax", 18, "timed_output_mismatch", "kernel_not_used",
        "faster_than_roofline"),
     _c("cpp/p18_stale_global_state.py", "norm_softmax", 18, *VALUES),
+    # Verdict forging: what the candidate's process does to the harness cannot change the checker's verdict.
+    _c("cpp/p19_verdict_rewrite_daemon.py", "elementwise_leaky_relu", 19, *VALUES),
+    _c("cpp/p19_forged_timer_instance.py", "elementwise_leaky_relu", 19, "timing_below_wall_clock"),
+    _c("cpp/p19_patch_compare_restore.py", "norm_softmax", 19, *VALUES),
+    _c("cpp/p19_read_reference_outputs.py", "norm_softmax", 19, *VALUES),
+    _c("cpp/p19_seed_replay.py", "norm_softmax", 19, *VALUES),
+    _c("cpp/p19_signal_checker.py", "elementwise_leaky_relu", 19, *VALUES),
 ]
 
 HONEST: list[Honest] = [
@@ -189,6 +196,9 @@ GPU_CHEATS: list[Cheat] = [
        backend="cuda", size="small"),
     _c("cuda/c17_fingerprint_cache_clone.py", "norm_softmax", 17, "timed_output_mismatch", "kernel_not_used",
        backend="cuda", size="small"),
+    _c("cuda/c19_forged_timer_instance.py", "elementwise_leaky_relu", 19, "timing_below_wall_clock", backend="cuda",
+       size="small"),
+    _c("cuda/c19_read_reference_outputs.py", "norm_softmax", 19, *VALUES, backend="cuda", size="small"),
     _c("triton/t10_unused_kernel.py", "norm_softmax", 10, "no_kernel_launched", "reference_ops", backend="triton",
        size="small"),
     _c("triton/t11_fallback.py", "norm_softmax", 11, "fallback", "reference_ops", backend="triton", size="small"),

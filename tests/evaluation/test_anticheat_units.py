@@ -1,25 +1,26 @@
 """Fast, build-free tests of the behavioural anti-cheat pieces: changing timed inputs, snapshots at return,
-threads that outlive their call, the identity sabotage, other init arguments, the ties/shifted trials."""
+threads that outlive their call, the identity sabotage, other init arguments, the ties/shifted trials.
+
+The timing checks run for real: a checker-side `Run` drives a real sandbox process that imports each model
+below as a (Python-only) candidate; only the C++ build is skipped."""
 
 from __future__ import annotations
 
-import threading
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
-from htam_agent.evaluation import anticheat, timing, worker
-from htam_agent.evaluation.backends import get_backend
+from htam_agent.evaluation import anticheat, checker, timing
+from htam_agent.evaluation import inputs as inp
 from htam_agent.evaluation.tasks import load_task
 from htam_agent.tasks import SUITE_DIR
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sandbox_harness import python_candidate_run  # noqa: E402
+
 PLAN = timing.TimingPlan(target_s=0.02, min_reps=6, max_reps=8, warmup_s=0.0, min_warmup=2)
-
-
-@pytest.fixture(scope="module")
-def cpu():
-    backend = get_backend("cpp")
-    return backend, torch.device("cpu")
 
 
 @pytest.fixture(scope="module")
@@ -27,11 +28,18 @@ def softmax_task():
     return load_task(SUITE_DIR / "norm_softmax.py", size="alt")
 
 
+PRELUDE = """
+import threading
+import torch
+
+
 class Ref(torch.nn.Module):
     def forward(self, x):
         return torch.softmax(x, dim=-1)
+"""
 
 
+MODELS = PRELUDE + '''
 class SampledCache(torch.nn.Module):
     """Caches by address, version and 16 sampled values; returns a fresh clone."""
 
@@ -82,29 +90,32 @@ class JoinedThreads(torch.nn.Module):
         return y
 
 
-def _flags(model, task, cpu):
-    backend, device = cpu
-    _, problems = worker.time_model(model, task, backend, device, PLAN, recheck_ref=Ref())
+'''
+
+
+def _flags(model: str, task, tmp_path) -> set[str]:
+    with python_candidate_run(MODELS + f"\nModelNew = {model}\n", task, tmp_path) as run:
+        _, problems = checker.time_candidate(run, PLAN, recheck=True, calibration=[0.0])
     return {flag for flag, _ in problems}
 
 
-def test_honest_models_raise_nothing(softmax_task, cpu):
-    assert _flags(Ref(), softmax_task, cpu) == set()
-    assert _flags(JoinedThreads(), softmax_task, cpu) == set()
+def test_honest_models_raise_nothing(softmax_task, tmp_path):
+    assert _flags("Ref", softmax_task, tmp_path) == set()
+    assert _flags("JoinedThreads", softmax_task, tmp_path) == set()
 
 
-def test_sampled_content_cache_is_a_timed_output_mismatch(softmax_task, cpu):
-    assert "timed_output_mismatch" in _flags(SampledCache(), softmax_task, cpu)
+def test_sampled_content_cache_is_a_timed_output_mismatch(softmax_task, tmp_path):
+    assert "timed_output_mismatch" in _flags("SampledCache", softmax_task, tmp_path)
 
 
-def test_deferred_thread_is_work_after_return(softmax_task, cpu):
-    assert "work_after_return" in _flags(Deferred(), softmax_task, cpu)
+def test_deferred_thread_is_work_after_return(softmax_task, tmp_path):
+    assert "work_after_return" in _flags("Deferred", softmax_task, tmp_path)
 
 
 def test_perturb_keeps_address_version_and_domain():
     x = torch.rand(64, 64) + 1.0  # a positive domain
     ptr, version, before = x.data_ptr(), x._version, x.clone()
-    worker.perturb_inputs([x], torch.Generator().manual_seed(0), k=4)
+    inp.apply_perturbation([x], inp.perturbation([x], torch.Generator().manual_seed(0), k=4))
     assert x.data_ptr() == ptr and x._version == version
     changed = (x != before).sum().item()
     assert 1 <= changed <= 4
@@ -112,16 +123,16 @@ def test_perturb_keeps_address_version_and_domain():
 
 
 def test_other_init_scales_floats_only():
-    assert worker.other_init([-1.5, 1.0, 2.5]) == pytest.approx([-1.5 * 1.37, 1.37, 2.5 * 1.37])
-    assert worker.other_init([128, 0.0, True]) is None
-    assert worker.other_init([64, (0.5, 3)]) == [64, (0.5 * 1.37, 3)]
+    assert inp.other_init([-1.5, 1.0, 2.5]) == pytest.approx([-1.5 * 1.37, 1.37, 2.5 * 1.37])
+    assert inp.other_init([128, 0.0, True]) is None
+    assert inp.other_init([64, (0.5, 3)]) == [64, (0.5 * 1.37, 3)]
 
 
 def test_ties_and_shifted_inputs(softmax_task):
-    ties = worker.make_inputs(softmax_task, torch.device("cpu"), 5, "ties")[0]
+    ties = inp.make_inputs(softmax_task, torch.device("cpu"), 5, "ties")[0]
     assert torch.equal(ties * 2, (ties * 2).round()) and ties.unique().numel() <= 9
-    task = worker.make_inputs(softmax_task, torch.device("cpu"), 6, "task")[0]
-    shifted = worker.make_inputs(softmax_task, torch.device("cpu"), 6, "shifted")[0]
+    task = inp.make_inputs(softmax_task, torch.device("cpu"), 6, "task")[0]
+    shifted = inp.make_inputs(softmax_task, torch.device("cpu"), 6, "shifted")[0]
     assert torch.allclose(shifted - task, torch.full_like(task, 16 * float(task.std())), atol=1e-3)
 
 

@@ -1,0 +1,825 @@
+"""The checker: the trusted process that assembles every verdict. It never imports candidate code.
+
+    python -m htam_agent.evaluation.checker --result-fd N      (started by runner.py; job JSON on stdin)
+
+It loads the task, draws the inputs from seeds only it knows, runs the reference, and drives a sandbox
+process (sandbox.py) that runs the candidate: every output the candidate hands back is compared here, its
+timings are bounded by this process's own clock, and the verdict goes to the parent through a pipe the
+sandbox never holds. The checker is a child subreaper and kills every process the candidate started when
+the evaluation ends.
+
+`evaluate` is the ordered list of phases in `PHASES`: static checks, compile, first call, trials, evidence
+(tampering, launches, PyTorch ops), timing, roofline, sabotage, other init arguments, other shape. Each
+phase takes the run and says whether to go on.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+_T_START = time.perf_counter()
+import torch  # noqa: E402
+
+# Modules the baselines use patch torch when first imported (dynamo wraps torch.manual_seed): import them
+# up front, where a pre-started checker hides the cost.
+import torch._dynamo  # noqa: E402, F401
+import torch.profiler  # noqa: E402, F401
+import torch.utils.flop_counter  # noqa: E402, F401
+
+from . import anticheat, containment, correctness, judge, roofline, timing  # noqa: E402
+from . import inputs as inp  # noqa: E402
+from .backends import get_backend  # noqa: E402
+from .sandbox_client import CandidateFailed, SandboxClient, SandboxDied, SandboxTimeout  # noqa: E402
+from .tasks import TaskError, load_task_source  # noqa: E402
+from .verdict import add_flag, finalize, new_verdict  # noqa: E402
+
+_T_IMPORTED = time.perf_counter()
+COMPILE_PHASES = ("start", "compile")
+CALIBRATION_CALLS = 25
+
+
+class Events:
+    """JSON lines to the parent on a pipe only the checker holds: phase changes, then the verdict."""
+
+    def __init__(self, fd: int | None) -> None:
+        self.fd = fd
+
+    def emit(self, event: dict[str, Any]) -> None:
+        if self.fd is None:
+            return
+        data = (json.dumps(event, default=str) + "\n").encode()
+        while data:
+            n = os.write(self.fd, data)
+            data = data[n:]
+
+
+class Stop(Exception):
+    """Ends the phases early; the verdict already says why."""
+
+
+@dataclass
+class Run:
+    """One evaluation: the job, the verdict being assembled, and what the phases share."""
+
+    job: dict[str, Any]
+    verdict: dict[str, Any]
+    events: Events
+    sandbox: SandboxClient | None
+    backend: Any = None
+    device: Any = None
+    task: Any = None
+    ref: Any = None
+    seed: int = 0
+    phase: str = "start"
+    deadline: float = 0.0
+    seconds: dict[str, float] = field(default_factory=dict)
+    launches: int = 0
+    calibration: list[float] = field(default_factory=list)
+    _since: float = field(default_factory=time.perf_counter)
+
+    @property
+    def tier(self) -> str:
+        return self.job.get("tier", "default")
+
+    @property
+    def checks(self) -> bool:
+        return self.tier != "bare"
+
+    def enter(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[self.phase] = round(self.seconds.get(self.phase, 0.0) + now - self._since, 3)
+        self._since, self.phase = now, name
+        limit = self.job.get("compile_timeout_s", 600.0) if name in COMPILE_PHASES else self.job.get(
+            "run_timeout_s", 180.0)
+        self.deadline = time.monotonic() + float(limit)
+        self.events.emit({"event": "phase", "phase": name, "since": time.time(), "limit_s": limit})
+
+    def left(self) -> float:
+        return max(0.001, self.deadline - time.monotonic())
+
+    @property
+    def sb(self) -> SandboxClient:
+        assert self.sandbox is not None
+        return self.sandbox
+
+    def sync(self) -> None:
+        self.backend.synchronize()
+
+    def rejected(self) -> bool:
+        return any(f["rejects"] for f in self.verdict["flags"])
+
+
+# --------------------------------------------------------------------------------------------------------
+# Models and values on the checker's side
+
+
+def build_reference(task: Any, device: Any, init: list[Any] | None = None) -> tuple[Any, list[Any]]:
+    with torch.device(device):
+        init = task.get_init_inputs() if init is None else init
+        torch.manual_seed(0)
+        ref = task.model_cls(*init).to(device)
+    return ref, init
+
+
+def build_candidate(run: Run, slot: str, ref: Any, init: list[Any]) -> None:
+    """ModelNew(*init) in the sandbox, with the reference's weights when the parameter names match."""
+    init_enc, init_ids = run.sb.upload(list(init), run.left())
+    state_enc, state_ids = run.sb.upload({k: v.detach() for k, v in ref.state_dict().items()}, run.left())
+    try:
+        run.sb.ask("build", run.left(), slot=slot, init=init_enc, state=state_enc, seed=0)
+    finally:
+        run.sb.free(init_ids + state_ids, run.left())
+
+
+def reference_outputs(run: Run, ref: Any, inputs: list[Any]) -> Any:
+    with torch.no_grad():
+        out = ref(*inp.clone_inputs(inputs))
+    run.sync()
+    return out
+
+
+def finite(values: Any) -> bool:
+    return all(bool(torch.isfinite(t).all()) for t in correctness.flatten_outputs(values)
+               if isinstance(t, torch.Tensor) and t.is_floating_point())
+
+
+def forward_failed(v: dict[str, Any], exc: CandidateFailed, where_label: str) -> None:
+    """Record an exception raised while running the candidate (a Triton compile error counts as compiling)."""
+    v["status"], v["correct"] = exc.kind, False
+    v["error"] = exc.text[-1500:] + (f" ({exc.where})" if exc.where else "")
+    if exc.kind == "compile_error":
+        v["compiled"] = False
+        v["compiler_message"] = exc.text[-8000:]
+    else:
+        v["reason"] = f"{exc.kind.replace('_', ' ')} {where_label}: {v['error'][:400]}"
+
+
+# --------------------------------------------------------------------------------------------------------
+# Trials
+
+
+def run_trials(run: Run, task: Any, ref: Any, slot: str, trials: list[tuple[str, str, int]],
+               second_calls: int = 1) -> bool:
+    """Correctness trials; True when all ran and passed. Rejecting flags are added to the verdict.
+
+    Each trial: inputs drawn here, copied into the sandbox's buffers, one call; the buffers compared with
+    the pristine inputs afterwards (pattern 2); the reference run here on its own copy; the first
+    `second_calls` trials call the candidate again on fresh buffers while the first output is still held
+    (pattern 1); outputs released and their blocks poisoned in the sandbox.
+    """
+    v, sb, device = run.verdict, run.sb, run.device
+    threads_added = 0
+    for k_trial, (name, dist, offset) in enumerate(trials):
+        pristine = inp.make_inputs(task, device, run.seed + offset, dist)
+        enc, ids = sb.upload(pristine, run.left())
+        msg = sb.request("call", run.left(), slot=slot, inputs=enc, out_id="t1")
+        info1 = msg.body
+        out1, facts1, prob1 = sb.outputs(msg)
+        changed = inp.changed_inputs(pristine, sb.shared_values(enc))
+        ref_out = reference_outputs(run, ref, pristine)
+        if not finite(ref_out) and dist != "task":
+            v["trials"].append({"trial": name, "passed": True, "skipped": "reference not finite on these inputs"})
+            sb.ask("release", run.left(), ids=["t1"])
+            sb.free(ids, run.left())
+            continue
+        if k_trial == 0 and slot == "main":
+            trivial = correctness.trivial_answers_pass(ref_out)
+            if trivial:
+                add_flag(v, "degenerate_task", f"trivial outputs ({', '.join(trivial)}) also pass this task's "
+                         "tolerance; its speedups say little", rejects=False)
+        res1 = judge.compare(ref_out, out1, facts1, device, prob1)
+        del out1
+        info2: dict[str, Any] = {}
+        ids2: list[str] = []
+        res2 = res1
+        if run.checks and k_trial < second_calls:
+            enc2, ids2 = sb.upload(pristine, run.left())
+            msg = sb.request("call", run.left(), slot=slot, inputs=enc2, out_id="t2", against=["t1"])
+            info2 = msg.body
+            out2, facts2, prob2 = sb.outputs(msg)
+            res2 = judge.compare(ref_out, out2, facts2, device, prob2)
+            del out2
+        res = res1 if not res1.passed else res2
+        label = name if res.passed or not res1.passed else f"{name} (second call, after the reference)"
+        v["trials"].append(correctness.TrialResult(
+            label, res.passed, res.check, res.detail, max(res1.max_abs_err or 0, res2.max_abs_err or 0),
+            max(res1.max_rel_err or 0, res2.max_rel_err or 0)).as_dict())
+        if changed:
+            add_flag(v, "input_mutation", f"the candidate modified input(s) {changed}; inputs are read-only")
+        if info1.get("aliases_input") is True or info2.get("aliases_input") is True:
+            add_flag(v, "aliased_output", "an output shares memory with an input; return a new tensor")
+        elif info2.get("aliases_earlier"):
+            add_flag(v, "aliased_output", "two calls returned tensors sharing memory (a reused or cached output "
+                     "buffer); allocate a new output per call")
+        threads_added += sum(int(i.get("threads_added") or 0) for i in (info1, info2))
+        sb.ask("release", run.left(), ids=["t1", "t2"], poison=run.checks)
+        sb.free(ids + ids2, run.left())
+        del ref_out, pristine
+        if not res.passed:
+            v["failed_check"] = res.check
+            return False
+    if threads_added > 0:
+        # A warning only: an idle pool whose work is awaited inside forward() is honest; work finishing
+        # after forward() returns is caught by the output checks (values, timed outputs, sabotage).
+        add_flag(v, "background_thread", f"the candidate left {threads_added} Python thread(s) running after "
+                 "forward(); all work must finish inside forward()", rejects=False)
+    return True
+
+
+def check_repeats(run: Run, repeats: int = 8) -> bool:
+    """Thorough tier: the same inputs many times, freed blocks poisoned in between. Every result must pass;
+    results that are not bit-identical get a `nondeterministic` warning (cheat pattern 16)."""
+    v, sb = run.verdict, run.sb
+    pristine = inp.make_inputs(run.task, run.device, run.seed, "task")
+    ref_out = reference_outputs(run, run.ref, pristine)
+    first = None
+    differ = False
+    for k in range(repeats):
+        enc, ids = sb.upload(pristine, run.left())
+        msg = sb.request("call", run.left(), slot="main", inputs=enc, out_id="r")
+        out, facts, prob = sb.outputs(msg)
+        res = judge.compare(ref_out, out, facts, run.device, prob)
+        sb.ask("release", run.left(), ids=["r"])
+        sb.free(ids, run.left())
+        if not res.passed:
+            v["trials"].append({"trial": f"repeat {k + 1} of the same inputs", "passed": False,
+                                "failed_check": res.check, "detail": res.detail})
+            v["failed_check"] = f"repeat:{res.check}"
+            return False
+        flat = [t for t in correctness.flatten_outputs(out) if isinstance(t, torch.Tensor)]
+        if first is None:
+            first = flat
+        elif not all(torch.equal(a, b) or (a.is_floating_point() and anticheat._same(a, b))
+                     for a, b in zip(first, flat, strict=True)):
+            differ = True
+    v["trials"].append({"trial": f"{repeats} repeats of the same inputs", "passed": True})
+    if differ:
+        add_flag(v, "nondeterministic", "repeated calls on the same inputs gave results that are not bit-"
+                 "identical (fine for atomics; a sign of reading uninitialised memory otherwise)", rejects=False)
+    return True
+
+
+# --------------------------------------------------------------------------------------------------------
+# Timing: the reference here, the candidate in the sandbox one call at a time under the checker's clock
+
+
+def fits_sets(inputs: list[Any], device: Any, n_sets: int, copies: int = 2) -> int:
+    """How many distinct input sets to rotate through while timing (fresh inputs, cheat pattern 8); each
+    set exists `copies` times (the sandbox's buffers and the checker's mirror)."""
+    if device.type != "cuda":
+        return n_sets
+    need = copies * sum(x.untyped_storage().nbytes() for x in inputs if isinstance(x, torch.Tensor))
+    free, _ = torch.cuda.mem_get_info()
+    return max(1, min(n_sets, int(free * 0.4 // max(need, 1))))
+
+
+def time_reference(model: Any, run: Run, plan: timing.TimingPlan, n_sets: int = 3) -> dict[str, Any]:
+    """Eager or compiled reference, timed in this process under the same protocol."""
+    first = inp.make_inputs(run.task, run.device, run.seed + 100, "task")
+    n = fits_sets(first, run.device, n_sets, copies=1)
+    sets = [first] + [inp.make_inputs(run.task, run.device, run.seed + 100 + i, "task") for i in range(1, n)]
+
+    def call(i: int) -> Any:
+        with torch.no_grad():
+            return model(*sets[i % n])
+
+    return timing.time_calls(call, run.backend, plan).as_dict()
+
+
+def calibrate(run: Run, n: int = CALIBRATION_CALLS) -> list[float]:
+    """Round trips of a no-op timed call, made before the candidate is imported: what the checker's clock
+    sees around a call beyond the call itself."""
+    enc, ids = run.sb.upload([torch.zeros(16, device=run.device)], run.left())
+    overhead = []
+    for _ in range(n):
+        run.sb.ask("flush", run.left())
+        t0 = time.perf_counter_ns()
+        r = run.sb.ask("timed", run.left(), slot="__noop__", inputs=enc)
+        wall = (time.perf_counter_ns() - t0) / 1e6
+        overhead.append(max(0.0, wall - _num(r.get("device_ms"))))
+    run.sb.free(ids, run.left())
+    return overhead
+
+
+def _num(x: Any) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or x != x or x in (float("inf"), float("-inf")):
+        raise CandidateFailed({"kind": "runtime_error", "text": f"the candidate's process reported a time of {x!r}"})
+    return float(x)
+
+
+def time_candidate(run: Run, plan: timing.TimingPlan, recheck: bool, calibration: list[float], n_sets: int = 3,
+                   n_snapshots: int = 1, every_set: bool = False) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """Time the candidate one call at a time on rotating input sets; re-check chosen timed outputs.
+
+    The checker owns each set twice: the sandbox's buffers (which it writes) and a private mirror. Before
+    every call a few scattered elements change in both (no two calls see the same input); which calls are
+    re-checked is drawn here in advance and revealed to the sandbox only after the call returned. A chosen
+    output is taken right after its call (at return) and again at the end (afterwards).
+    """
+    sb, device = run.sb, run.device
+    first = inp.make_inputs(run.task, device, run.seed + 100, "task")
+    n = fits_sets(first, device, n_sets)
+    sets = [first] + [inp.make_inputs(run.task, device, run.seed + 100 + i, "task") for i in range(1, n)]
+    uploaded = [sb.upload(s, run.left()) for s in sets]
+    encs = [e for e, _ in uploaded]
+    views = [sb.shared_values(e) for e in encs]
+    warm = sb.ask("warmup", run.left(), slot="main", sets=encs, min=plan.min_warmup, seconds=plan.warmup_s)
+    est_ms = max(_num(warm.get("est_ms")), 1e-3)
+    reps = int(min(plan.max_reps, max(plan.min_reps, plan.target_s * 1e3 / est_ms)))
+    gen = torch.Generator().manual_seed(run.seed + 7)
+    chosen: dict[int, list[Any] | None] = {}
+    if recheck:
+        last = n if every_set else 1
+        k = min(n_snapshots, fits_sets(first, device, n_snapshots), max(0, reps - last))
+        picks = torch.randperm(max(reps - last, 1), generator=gen)[:k].tolist() if k else []
+        chosen.update({j: [] for j in picks})
+        chosen.update({j: None for j in range(max(0, reps - last), reps)})
+    at_return: dict[int, tuple[Any, list[dict[str, Any]], str | None]] = {}
+    walls, reported, host = [], [], []
+    outliving = 0
+    for i in range(reps):
+        s = i % n
+        plan_i = inp.perturbation(sets[s], gen)
+        inp.apply_perturbation(sets[s], plan_i)
+        inp.apply_perturbation(views[s], plan_i)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        if chosen.get(i) is not None:
+            chosen[i] = inp.clone_inputs(sets[s])
+        sb.ask("flush", run.left())
+        t0 = time.perf_counter_ns()
+        r = sb.ask("timed", run.left(), slot="main", inputs=encs[s])
+        walls.append((time.perf_counter_ns() - t0) / 1e6)
+        reported.append(_num(r.get("device_ms")))
+        host.append(_num(r.get("host_ms")))
+        outliving += int(r.get("threads_alive") or 0)
+        if i in chosen:
+            at_return[i] = sb.outputs(sb.request("export", run.left(), out_id=f"timed{i}", last=True))
+    t0 = time.perf_counter_ns()
+    sb.ask("sync", run.left())
+    wall = judge.WallClock(calibration, walls, reported, (time.perf_counter_ns() - t0) / 1e6)
+    stats = timing.summarize(reported, host, int(warm.get("warmup") or 0)).as_dict()
+    problems: list[tuple[str, str]] = []
+    for i in sorted(at_return):
+        inputs = chosen[i] if chosen[i] is not None else sets[i % n]
+        ref_out = reference_outputs(run, run.ref, inputs)
+        out, facts, prob = sb.outputs(sb.request("export", run.left(), out_id=f"timed{i}"))
+        now = judge.compare(ref_out, out, facts, device, prob)
+        out, facts, prob = at_return[i]
+        then = judge.compare(ref_out, out, facts, device, prob)
+        if not now.passed:
+            problems.append(("timed_output_mismatch", f"timed call {i} (input set {i % n}): {now.detail}"))
+        elif not then.passed:
+            problems.append(("work_after_return", f"timed call {i}: its output was incomplete when forward "
+                             f"returned and was finished later ({then.detail})"))
+    sb.ask("release", run.left(), ids=[f"timed{i}" for i in at_return], poison=False)
+    if outliving:
+        ended = int(sb.ask("threads_ended", run.left()).get("ended") or 0)
+        if ended:
+            problems.append(("work_after_return", f"{ended} thread(s) started inside timed calls were still "
+                             "running when forward returned and ended later"))
+    for _, ids in uploaded:
+        sb.free(ids, run.left())
+    wall.judge(run.verdict, device.type)
+    return stats, problems
+
+
+# --------------------------------------------------------------------------------------------------------
+# Phases
+
+
+def phase_static(run: Run) -> bool:
+    v, source = run.verdict, run.job["candidate_source"]
+    problems = run.backend.static_problems(source)
+    if problems:
+        v["status"] = "invalid_candidate"
+        v["reason"] = f"not a valid {run.backend.name} candidate: " + "; ".join(problems)
+        return False
+    for name, why in anticheat.static_flags(source):
+        add_flag(v, name, why)
+    return True
+
+
+def phase_compile(run: Run) -> bool:
+    """Import the candidate in the sandbox (its builds run there), after calibrating the checker's clock."""
+    v, job, sb = run.verdict, run.job, run.sb
+    run.enter("compile")
+    ready = sb.wait_ready(run.left())
+    run.seconds["sandbox_imports"] = ready.get("imports_s") if isinstance(ready.get("imports_s"), float) else None
+    build_root = os.path.join(job["build_root"], "sandbox")  # the checker's own files stay out of reach
+    os.makedirs(build_root, exist_ok=True)
+    if sb.dropped:
+        uid, gid = sb.user  # type: ignore[misc]
+        build_root = os.path.join(build_root, f"uid-{uid}")
+        os.makedirs(build_root, exist_ok=True)
+        os.chown(build_root, uid, gid)
+    reply = sb.ask("prepare", run.left(), backend=job["backend"], build_root=build_root, threads=job.get("threads"),
+                   fast_build=job.get("fast_build", True), device_index=job.get("device_index", 0), probe=True,
+                   landlock=job.get("landlock", True))
+    v["sandbox"] = {"user": f"uid {sb.user[0]}" if isinstance(sb.user, tuple) else (
+                        "the evaluator's own" + (f" (not dropped: {sb.user})" if sb.user else "")),
+                    "confinement": str(reply.get("confinement"))[:300]}
+    run.calibration = calibrate(run) if job["mode"] == "evaluate" and job.get("timing", True) else []
+    t0 = time.perf_counter()
+    try:
+        sb.ask("load", run.left(), source=job["candidate_source"])
+        run.ref, init = build_reference(run.task, run.device)
+        if job["mode"] == "evaluate":
+            build_candidate(run, "main", run.ref, init)
+    except CandidateFailed as exc:
+        v["compile_seconds"] = round(time.perf_counter() - t0, 3)
+        if exc.kind == "out_of_memory":
+            v["status"] = "out_of_memory"
+            v["reason"] = f"out of memory while loading the candidate: {exc.text[:300]}"
+        else:
+            v["status"] = "compile_error"
+            v["compiler_message"] = exc.text[-8000:]
+            if exc.where and "Error building extension" not in exc.text:
+                v["compiler_message"] += f"\n({exc.where})"
+        return False
+    v["compiled"] = True
+    v["compile_seconds"] = round(time.perf_counter() - t0, 3)
+    if job["mode"] == "compile":
+        v["status"], v["reason"], v["correct"] = "accepted", "compiled", None
+        return False
+    return check_tampering(run)
+
+
+def check_tampering(run: Run) -> bool:
+    changed = run.sb.ask("tamper", run.left()).get("changed") or []
+    if changed:
+        add_flag(run.verdict, "timer_tampering",
+                 f"the candidate replaced trusted functions: {', '.join(str(c) for c in changed[:5])}")
+        run.verdict["status"], run.verdict["correct"], run.verdict["failed_check"] = "rejected", False, "timer_tampering"
+        return False
+    return True
+
+
+def phase_first_call(run: Run) -> bool:
+    run.enter("first_call")  # NVRTC and Triton candidates compile here, at their first launch
+    enc, ids = run.sb.upload(inp.make_inputs(run.task, run.device, run.seed, "task"), run.left())
+    try:
+        run.sb.ask("call", run.left(), slot="main", inputs=enc, out_id="first")
+    except CandidateFailed as exc:
+        forward_failed(run.verdict, exc, "at the first call of forward")
+        return False
+    run.sb.ask("release", run.left(), ids=["first"])
+    run.sb.free(ids, run.left())
+    return True
+
+
+def phase_trials(run: Run) -> bool:
+    v = run.verdict
+    v["tier"] = run.tier
+    run.enter("verify")
+    try:
+        ok = run_trials(run, run.task, run.ref, "main", inp.trial_plan(run.job.get("trials", 5), run.tier))
+        if ok and run.tier == "thorough":
+            ok = check_repeats(run)
+    except CandidateFailed as exc:
+        forward_failed(v, exc, "in forward")
+        return False
+    v["correct"] = ok
+    v["status"] = "accepted" if ok else "incorrect"
+    return ok
+
+
+def phase_evidence(run: Run) -> bool:
+    """What only the sandbox can observe: replaced functions, kernel launches, the forward's PyTorch ops."""
+    if not check_tampering(run):
+        return False
+    probe = run.sb.ask("probe", run.left())
+    calls = probe.get("calls") if isinstance(probe.get("calls"), dict) else {}
+    run.verdict["kernel_launches"] = {str(k): int(n) for k, n in calls.items() if isinstance(n, int)}
+    run.launches = sum(run.verdict["kernel_launches"].values())
+    if not run.checks:
+        return True
+    if run.launches == 0:
+        add_flag(run.verdict, "no_kernel_launched",
+                 f"forward never launched a {run.backend.name} kernel of its own (no call into its compiled "
+                 "extension, NVRTC kernel or Triton kernel); the computation must run in the candidate's kernel")
+    run.enter("check_ops")
+    inputs = inp.make_inputs(run.task, run.device, run.seed, "task")
+    with torch.no_grad():
+        ref_ops = anticheat.compute_ops(anticheat.aten_ops(lambda: run.ref(*inp.clone_inputs(inputs))))
+    enc, ids = run.sb.upload(inputs, run.left())
+    reply = run.sb.ask("ops", run.left(), slot="main", inputs=enc)
+    run.sb.free(ids, run.left())
+    cand_ops = {(str(o[0]), str(o[1])) for o in reply.get("ops", []) if isinstance(o, list) and len(o) == 2}
+    run.verdict["aten_ops"] = {"reference": sorted({n for n, _ in ref_ops}), "candidate": sorted({n for n, _ in cand_ops})}
+    if ref_ops and ref_ops <= cand_ops:
+        names = ", ".join(sorted({n for n, _ in ref_ops})[:4])
+        add_flag(run.verdict, "reference_ops",
+                 f"forward runs all of the reference's own PyTorch compute ops on the same shapes ({names}); "
+                 "PyTorch may do part of the work, but the candidate's kernel must compute the result")
+    return not run.rejected()
+
+
+def phase_timing(run: Run) -> bool:
+    if not run.job.get("timing", True):
+        return True
+    run.enter("time")
+    run.sb.ask("empty_cache", run.left())
+    plan = timing.TimingPlan(**run.job.get("timing_plan", {}))
+    stats, problems = time_candidate(run, plan, recheck=run.checks, calibration=run.calibration,
+                                     n_snapshots=8 if run.tier == "thorough" else 1,
+                                     every_set=run.tier == "thorough")
+    run.verdict["timing"]["candidate"] = stats
+    seen: set[str] = set()
+    for flag, detail in problems:
+        if flag in seen:
+            continue
+        seen.add(flag)
+        if flag == "timed_output_mismatch":
+            add_flag(run.verdict, flag, f"an output of a timed call was wrong ({detail}); results must not depend "
+                     "on call history (timed inputs change a few elements between calls)")
+        else:
+            add_flag(run.verdict, flag, f"work continued after forward returned ({detail}); all work must finish "
+                     "inside forward (join threads before returning)")
+    return run.checks and check_tampering(run)
+
+
+def phase_roofline(run: Run) -> bool:
+    v = run.verdict
+    cand_ms = (v["timing"].get("candidate") or {}).get("median_ms")
+    if not cand_ms:
+        return True
+    run.enter("roofline")
+    inputs = inp.make_inputs(run.task, run.device, run.seed, "task")
+    nbytes, flops = roofline.count(run.ref, inputs)
+    ceil = roofline.ceilings(run.device, v["device"]["name"], run.job["build_root"])
+    fp32 = all(t.dtype == torch.float32 for t in inputs if isinstance(t, torch.Tensor) and t.is_floating_point())
+    floor, bound = roofline.floor_ms(nbytes, flops, ceil, fp32)
+    slack = roofline.SLACK["cuda" if run.device.type == "cuda" else "cpu"]
+    if cand_ms < floor * slack:  # before accusing: were the cached ceilings measured on a busy machine?
+        ceil = roofline.ceilings(run.device, v["device"]["name"], run.job["build_root"], refresh=True)
+        floor, bound = roofline.floor_ms(nbytes, flops, ceil, fp32)
+    frac = floor / cand_ms if cand_ms > 0 else None
+    v["roofline"] = {"bytes": nbytes, "flops": flops, "floor_ms": round(floor, 6), "bound": bound,
+                     "fraction": round(frac, 4) if frac is not None else None,
+                     "bandwidth_GBps": round(ceil["bandwidth_Bps"] / 1e9, 1),
+                     "fp32_tflops": round(ceil["fp32_flops"] / 1e12, 2)}
+    if frac is not None and cand_ms < floor * slack:
+        add_flag(v, "faster_than_roofline",
+                 f"{cand_ms:.4f} ms is below the {bound} floor of {floor:.4f} ms for {nbytes / 1e6:.1f} MB and "
+                 f"{flops / 1e9:.2f} GFLOP on this device: not physically possible, so not believed")
+    return True
+
+
+def _sabotage_inputs(run: Run) -> tuple[list[Any], Any, bool]:
+    """Inputs on which the sabotage can tell: signed normal values where the reference stays finite (on
+    [0, 1) ReLU, clamps and friends are the identity, and a kernel replaced by a copy of its input would
+    look unused), else the task's own. Also: can the identity sabotage tell at all (no output equals an
+    input of the same shape)?"""
+    for dist in ("normal", "task"):
+        inputs = inp.make_inputs(run.task, run.device, run.seed + 21, dist)
+        ref_out = reference_outputs(run, run.ref, inputs)
+        if finite(ref_out) or dist == "task":
+            break
+    outs = [o for o in correctness.flatten_outputs(ref_out) if isinstance(o, torch.Tensor) and o.is_floating_point()]
+    same_as_input = any(
+        o.shape == x.shape and o.dtype == x.dtype and correctness.compare_tensor(o, x, run.device).passed
+        for o in outs for x in inputs if isinstance(x, torch.Tensor))
+    return inputs, ref_out, not same_as_input
+
+
+def phase_sabotage(run: Run) -> bool:
+    """Every output must change when the kernels' results are discarded (NaN) or the kernels turned into
+    copies of their inputs (identity); each sabotaged call gets the very tensors of a normal call just
+    before, so a cache keyed on them would answer it."""
+    if run.launches == 0 or run.rejected() or not run.checks:
+        return True
+    run.enter("sabotage")
+    inputs, ref_out, identity_sound = _sabotage_inputs(run)
+    enc, ids = run.sb.upload(inputs, run.left())
+    try:
+        for mode in ("nan", "identity"):
+            if mode == "identity" and not identity_sound:
+                add_flag(run.verdict, "sabotage_skipped", "the reference returns its input unchanged on every "
+                         "input distribution tried, so replacing a kernel by a copy of its input cannot show "
+                         "whether it was used (a task-level limit, not the candidate's fault)", rejects=False)
+                continue
+            try:
+                msg = run.sb.request("sabotage", run.left(), slot="main", inputs=enc, mode=mode, out_id="sab")
+            except CandidateFailed:  # the sabotaged results broke the forward: they were used
+                continue
+            if "raised" in msg.body or (mode == "identity" and msg.body.get("replaced") == 0):
+                for fd in msg.fds:
+                    os.close(fd)
+                continue  # no launch had an input shaped like its result: a copy cannot be what it does
+            out, facts, prob = run.sb.outputs(msg)
+            untouched = [] if prob else judge.untouched_outputs(ref_out, out, run.device)
+            run.sb.ask("release", run.left(), ids=["sab"], poison=False)
+            if untouched:
+                add_flag(run.verdict, "kernel_not_used", f"output {untouched} {judge.SABOTAGE_WHY[mode]}")
+                return False
+    finally:
+        run.sb.free(ids, run.left())
+    return True
+
+
+def phase_other_init(run: Run) -> bool:
+    """One trial with other init arguments (every float scaled by 1.37), when the reference accepts them:
+    constants baked in from get_init_inputs() are wrong here (cheat pattern 12)."""
+    if run.rejected() or not run.checks:
+        return True
+    run.sb.ask("drop_slot", run.left(), slot="main")
+    run.ref = None
+    gc.collect()
+    init = inp.other_init(list(run.task.get_init_inputs()))
+    if init is None:
+        return True
+    run.enter("verify_other_init")
+    v = run.verdict
+    try:  # the reference must be buildable and finite with them; otherwise the task does not allow it
+        ref, init = build_reference(run.task, run.device, init)
+        if not finite(reference_outputs(run, ref, inp.make_inputs(run.task, run.device, run.seed + 9, "task"))):
+            raise ValueError("reference not finite")
+    except Exception as exc:
+        v["trials"].append({"trial": "other init arguments", "passed": True,
+                            "skipped": f"the reference does not accept them ({type(exc).__name__})"})
+        return True
+    return _variant(run, run.task, ref, init, "init2", "other_init", [("other init arguments (floats x1.37)", "task", 9)],
+                    {"init": repr(init)[:200]})
+
+
+def phase_other_shape(run: Run) -> bool:
+    """The second shape (pattern 12): a kernel hard-wired to the first shape fails here."""
+    alt_size, size = run.job.get("alt_size"), run.job["size"]
+    if run.rejected() or not run.checks or not alt_size or alt_size == size or alt_size not in run.task.sizes:
+        return True
+    run.enter("verify_other_shape")
+    alt = run.task.at_size(alt_size)
+    ref, init = build_reference(alt, run.device)
+    return _variant(run, alt, ref, init, "alt", "other_shape",
+                    [("other shape (alt size)", "task", 7), ("other shape, normal", "normal", 8)], {"size": alt_size})
+
+
+def _variant(run: Run, task: Any, ref: Any, init: list[Any], slot: str, label: str,
+             trials: list[tuple[str, str, int]], tag: dict[str, Any]) -> bool:
+    v = run.verdict
+    n_before = len(v["trials"])
+    try:
+        build_candidate(run, slot, ref, init)
+        ok = run_trials(run, task, ref, slot, trials, second_calls=0)
+    except CandidateFailed as exc:
+        forward_failed(v, exc, f"in forward ({label.replace('_', ' ')})")
+        return False
+    finally:
+        run.sb.ask("drop_slot", run.left(), slot=slot)
+    for t in v["trials"][n_before:]:
+        t.update(tag)
+    if not ok:
+        v["failed_check"] = f"{label}:{v['failed_check']}"
+        v["correct"], v["status"] = False, "incorrect"
+    return ok
+
+
+PHASES: tuple[Callable[[Run], bool], ...] = (
+    phase_static, phase_compile, phase_first_call, phase_trials, phase_evidence, phase_timing, phase_roofline,
+    phase_sabotage, phase_other_init, phase_other_shape,
+)
+
+
+def evaluate(run: Run) -> None:
+    for phase in PHASES:
+        if not phase(run):
+            break
+    if run.checks and run.verdict["status"] == "accepted":
+        check_tampering(run)
+
+
+def bare(run: Run) -> None:
+    """The bare tier: trials and plain timing (a baseline to measure the checks' cost, never for the agent)."""
+    for phase in (phase_static, phase_compile, phase_first_call, phase_trials):
+        if not phase(run):
+            return
+    probe = run.sb.ask("probe", run.left())
+    run.verdict["kernel_launches"] = probe.get("calls") if isinstance(probe.get("calls"), dict) else {}
+    phase_timing(run)
+
+
+def baseline(run: Run) -> None:
+    """Eager (and torch.compile) timings of the reference, in this process: no candidate is involved."""
+    v, job = run.verdict, run.job
+    run.enter("baseline")
+    run.ref, _ = build_reference(run.task, run.device)
+    plan = timing.TimingPlan(**job.get("timing_plan", {}))
+    v["timing"]["eager"] = time_reference(run.ref, run, plan)
+    if "compile" in job.get("baselines", ()):
+        run.enter("baseline_compile")
+        try:
+            compiled = torch.compile(run.ref)
+            with torch.no_grad():
+                compiled(*inp.make_inputs(run.task, run.device, run.seed + 100, "task"))
+            v["timing"]["compile"] = time_reference(compiled, run, plan)
+        except Exception as exc:  # torch.compile failing is a fact about the baseline, not an error
+            v["timing"]["compile"] = {"error": "".join(traceback.format_exception_only(type(exc), exc))[-500:]}
+    v["status"], v["correct"], v["reason"] = "accepted", True, "baseline timings"
+
+
+# --------------------------------------------------------------------------------------------------------
+
+
+def run_job(job: dict[str, Any], events: Events, sandbox: SandboxClient | None) -> dict[str, Any]:
+    """Evaluate one job; always returns a verdict (the candidate's failures are verdicts, not exceptions)."""
+    verdict = new_verdict(job.get("task_name", ""), job["backend"])
+    seed = job.get("seed")
+    run = Run(job=job, verdict=verdict, events=events, sandbox=sandbox,
+              seed=int(seed) if isinstance(seed, int) else inp.secret_seed())
+    t0 = time.time()
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32 for the reference and the baselines
+        torch.backends.cudnn.allow_tf32 = False
+        run.backend = get_backend(job["backend"])
+        run.backend.prepare(job["build_root"], job.get("threads"), fast_build=job.get("fast_build", True))
+        run.device = run.backend.device(job.get("device_index", 0))
+        if run.device.type == "cuda":
+            torch.cuda.set_device(run.device)
+        if sandbox is not None:
+            sandbox.device_type = run.device.type
+        verdict["device"] = run.backend.device_info()
+        run.task = load_task_source(job["task_source"], job["task_path"], size=job["size"],
+                                    name=job.get("task_name"), check_inputs=False)
+        verdict["size"] = job["size"]
+        if job["mode"] == "baseline":
+            baseline(run)
+        elif run.tier == "bare":
+            bare(run)
+        else:
+            evaluate(run)
+    except TaskError as exc:
+        verdict["status"], verdict["reason"] = "error", f"task error: {exc}"
+    except SandboxTimeout:
+        what = "compiling" if run.phase in COMPILE_PHASES else f"in phase '{run.phase}'"
+        verdict["status"] = "timeout"
+        verdict["reason"] = (f"timeout: no result {what} within its limit; the candidate's processes were killed "
+                             "(an infinite loop, a deadlock, or a kernel that never finishes?)")
+    except SandboxDied as exc:
+        verdict["status"] = "crashed"
+        verdict["reason"] = f"crashed: {exc.reason} during '{run.phase}'"
+        if run.phase in COMPILE_PHASES and sandbox is not None:
+            verdict["compiler_message"] = sandbox.stderr_tail()
+    except CandidateFailed as exc:
+        verdict["status"] = exc.kind
+        verdict["error"] = exc.text[-1500:]
+        verdict["reason"] = f"{exc.kind.replace('_', ' ')} during {run.phase}: {exc.text[:400]}"
+    except BaseException as exc:  # the checker's own failure: not the candidate's fault
+        kind = "out_of_memory" if isinstance(exc, torch.OutOfMemoryError) else "error"
+        verdict["status"] = kind
+        verdict["error"] = traceback.format_exc()[-3000:]
+        verdict["reason"] = f"evaluator error during {run.phase}: {type(exc).__name__}: {str(exc)[:300]}"
+    verdict["phase"] = run.phase
+    run.enter("done")
+    verdict["phase_seconds"] = run.seconds
+    verdict["wall_seconds"] = round(time.time() - t0, 3)
+    verdict["seed"] = run.seed
+    return finalize(verdict)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) < 2 or argv[0] != "--result-fd":
+        print("usage: python -m htam_agent.evaluation.checker --result-fd N (job JSON on stdin)", file=sys.stderr)
+        return 2
+    events = Events(int(argv[1]))
+    containment.become_subreaper()
+    containment.make_undumpable()
+    sandbox = SandboxClient(env=dict(os.environ))  # starts now: its imports overlap the wait for the job
+    line = sys.stdin.readline()
+    if not line.strip():
+        sandbox.kill()
+        sandbox.cleanup()
+        os._exit(0)
+    job = json.loads(line)
+    imports = round(_T_IMPORTED - _T_START, 3)
+    if job["mode"] == "baseline":
+        sandbox.kill()
+    verdict = run_job(job, events, sandbox if job["mode"] != "baseline" else None)
+    verdict["phase_seconds"]["imports"] = imports
+    if job["mode"] != "baseline":
+        verdict["sandbox_stderr_tail"] = sandbox.stderr_tail(2000)
+        sandbox.kill()
+        if job.get("keep_scratch"):
+            verdict["scratch"] = str(sandbox.scratch)
+        sandbox.cleanup(keep=bool(job.get("keep_scratch")))
+    containment.kill_tree(None)
+    events.emit({"event": "verdict", "verdict": verdict})
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = ["PHASES", "Run", "evaluate", "main", "run_job"]

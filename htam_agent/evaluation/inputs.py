@@ -1,0 +1,130 @@
+"""Inputs the checker draws: seeded sets with varied statistics, the trial plan, and in-place perturbation.
+
+Runs in the checker only. Seeds are drawn per evaluation from the checker's own randomness and never leave
+its process (the sandbox sees input values, not how they were made), so a candidate cannot precompute the
+trial or timing inputs from the evaluator's source.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from .tasks import validate_inputs
+
+TIERS = ("bare", "default", "thorough")
+SHIFT_STDS = 16.0  # the shifted trial adds 16 standard deviations: E[x^2] - E[x]^2 in fp32 breaks, two passes do not
+
+
+def secret_seed() -> int:
+    """A per-evaluation seed base, unknown to the candidate (recorded in the verdict afterwards)."""
+    return secrets.randbits(30)
+
+
+def make_inputs(task: Any, device: Any, seed: int, dist: str) -> list[Any]:
+    """Seeded inputs drawn on the device; floating tensors re-drawn from another distribution if asked.
+
+    `ties`: small multiples of 0.5 (many equal values: the tie rule of arg-reductions, as torch: first index);
+    `shifted`: the task's inputs plus 16 of their standard deviations (a large mean next to a small spread).
+    """
+    import torch
+
+    torch.manual_seed(seed)
+    with torch.device(device):
+        inputs = validate_inputs(task.get_inputs(), task.path)
+    out = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            x = x.to(device)
+            if x.is_floating_point() and dist != "task":
+                if dist == "normal":
+                    x = torch.randn_like(x)
+                elif dist == "signed_uniform":
+                    x = torch.rand_like(x) * 2 - 1
+                elif dist == "large":
+                    x = x * 64.0
+                elif dist == "ties":
+                    x = torch.randint_like(x, -4, 5) * 0.5
+                elif dist == "shifted":
+                    std = float(x.float().std()) if x.numel() > 1 else 0.0
+                    x = x + SHIFT_STDS * (std if std > 0 and std == std and std != float("inf") else 1.0)
+        out.append(x)
+    return out
+
+
+def perturbation(inputs: list[Any], gen: Any, k: int = 4) -> list[tuple[int, Any]]:
+    """For k scattered elements of every floating input: (input index, [to positions, from positions])."""
+    import torch
+
+    plan = []
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1:
+            plan.append((i, torch.randint(0, x.numel(), (2, k), generator=gen)))
+    return plan
+
+
+def apply_perturbation(inputs: list[Any], plan: list[tuple[int, Any]]) -> None:
+    """Set each chosen element to the value at another position (values stay in the task's domain), in
+    place: the tensor keeps its address and version counter, so only its content tells it changed."""
+    import torch
+
+    for i, pos in plan:
+        x = inputs[i]
+        pos = pos.to(x.device)
+        d = x.data
+        d[torch.unravel_index(pos[0], x.shape)] = d[torch.unravel_index(pos[1], x.shape)]
+
+
+def clone_inputs(inputs: list[Any]) -> list[Any]:
+    import torch
+
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def changed_inputs(pristine: list[Any], used: list[Any]) -> list[int]:
+    """Indices of tensor inputs whose content differs from the pristine copy (NaN-aware, bitwise)."""
+    import torch
+
+    changed = []
+    for i, (a, b) in enumerate(zip(pristine, used, strict=True)):
+        if isinstance(a, torch.Tensor):
+            same = a.shape == b.shape and (torch.equal(a, b) or (a.is_floating_point() and bool(
+                ((a == b) | (torch.isnan(a) & torch.isnan(b))).all())))
+            if not same:
+                changed.append(i)
+    return changed
+
+
+def other_init(init: list[Any], factor: float = 1.37) -> list[Any] | None:
+    """The init arguments with every non-zero float scaled by `factor` (order and signs kept: lo < hi stays
+    so); None when there is no such float. Integers are left alone: they are usually shapes."""
+    changed = False
+
+    def f(v: Any) -> Any:
+        nonlocal changed
+        if type(v) is float and v != 0.0 and v == v:
+            changed = True
+            return v * factor
+        if isinstance(v, (list, tuple)):
+            return type(v)(f(x) for x in v)
+        return v
+
+    new = [f(v) for v in init]
+    return new if changed else None
+
+
+def trial_plan(n: int, tier: str = "default") -> list[tuple[str, str, int]]:
+    """(name, distribution, seed offset) of the main trials. bare: the five plain ones (task, normal, signed
+    uniform, x64, another task seed); default: the first four plus ties and a shifted mean (a second task
+    seed adds little to the others); thorough: all of them plus another seed of every distribution. `n` < 5
+    keeps only the first n."""
+    plain = [("task inputs, seed 0", "task", 0), ("normal", "normal", 1), ("signed uniform", "signed_uniform", 2),
+             ("large magnitude", "large", 3), ("task inputs, seed 4", "task", 4)][: max(1, n)]
+    if tier == "bare":
+        return plain
+    base = plain[:4] + [("ties (multiples of 0.5)", "ties", 5), ("shifted mean (+16 std)", "shifted", 6)]
+    if tier == "thorough":
+        base += plain[4:] + [("normal, seed 11", "normal", 11), ("signed uniform, seed 12", "signed_uniform", 12),
+                             ("large magnitude, seed 13", "large", 13), ("ties, seed 15", "ties", 15),
+                             ("shifted mean, seed 16", "shifted", 16)]
+    return base

@@ -1,0 +1,113 @@
+"""The checker's judgements: outputs against the reference, the sandbox's evidence, and the wall-clock bound.
+
+Pure functions over data the checker holds (its own tensors, the reference's outputs, replies already
+validated by the client). Nothing here runs candidate code.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from . import correctness
+from .verdict import add_flag
+
+SABOTAGE_WHY = {
+    "nan": "stays correct when the results of the candidate's kernels are overwritten with NaN: it is computed "
+           "elsewhere (a PyTorch path or a cache), not by the kernel",
+    "identity": "stays correct when each of the candidate's kernels is replaced by a copy of its own input: the "
+                "kernels compute nothing the output needs (PyTorch ops or a cache compute it, and a kernel only "
+                "copies); a kernel must compute part of the result",
+}
+
+# The checker's clock bounds the candidate's reported times from below: a reported median under
+# FACTOR x (checker's median round trip - calibrated overhead) - ABS_MS is flagged. Looser on the CPU, where
+# spinning OpenMP pools and a busy scheduler delay the checker's wake-up by milliseconds.
+WALL_BOUND = {"cuda": {"factor": 0.7, "abs_ms": 0.05}, "cpu": {"factor": 0.5, "abs_ms": 5.0}}
+
+
+def check_facts(facts: list[dict[str, Any]], ref_out: Any) -> correctness.OutputCheck | None:
+    """What the sandbox says about its outputs' types (a lazy subclass, a sparse or meta tensor...)."""
+    import torch
+
+    refs = correctness.flatten_outputs(ref_out)
+    if len(facts) != len(refs):
+        return correctness.OutputCheck(False, "output_count",
+                                       f"{len(facts)} outputs, the reference returns {len(refs)}")
+    for i, (f, r) in enumerate(zip(facts, refs, strict=True)):
+        prefix = f"output {i}: " if len(refs) > 1 else ""
+        if not isinstance(r, torch.Tensor):
+            continue
+        if not isinstance(f, dict) or not f.get("tensor"):
+            return correctness.OutputCheck(False, "not_a_tensor",
+                                           f"{prefix}returned {f.get('type') if isinstance(f, dict) else '?'} "
+                                           "where the reference returns a tensor")
+        if not f.get("plain"):
+            return correctness.OutputCheck(False, "not_a_plain_tensor",
+                                           f"{prefix}returned a {f.get('type')} (a torch.Tensor subclass); "
+                                           "return a plain torch.Tensor")
+        if f.get("device") != r.device.type:
+            return correctness.OutputCheck(False, "device", f"{prefix}output on {f.get('device')}, expected "
+                                           f"{r.device.type}")
+        if not f.get("strided"):
+            return correctness.OutputCheck(False, "layout", f"{prefix}not a dense strided tensor")
+    return None
+
+
+def compare(ref_out: Any, cand_out: Any, facts: list[dict[str, Any]], device: Any,
+            problem: str | None = None) -> correctness.OutputCheck:
+    bad = check_facts(facts, ref_out)
+    if bad is not None:
+        return bad
+    if problem is not None:
+        return correctness.OutputCheck(False, "not_a_tensor", problem)
+    return correctness.compare_outputs(ref_out, cand_out, device)
+
+
+def untouched_outputs(ref_out: Any, out: Any, device: Any) -> list[int]:
+    """Indices of floating outputs that still match the reference (after a sabotage run)."""
+    import torch
+
+    refs, outs = correctness.flatten_outputs(ref_out), correctness.flatten_outputs(out)
+    return [i for i, (r, o) in enumerate(zip(refs, outs, strict=False))
+            if isinstance(r, torch.Tensor) and r.is_floating_point() and isinstance(o, torch.Tensor)
+            and correctness.compare_tensor(r, o, device).passed]
+
+
+@dataclass
+class WallClock:
+    """The checker's own clock around the candidate's timed calls (and around no-op calls before the
+    candidate was imported, which calibrate what a round trip costs)."""
+
+    calibration: list[float]  # round trip minus the reported time of a no-op call, ms
+    walls: list[float]  # round trip of each timed call, ms
+    reported: list[float]  # the sandbox's reported time of each timed call, ms
+    drain_ms: float = 0.0  # round trip of a synchronize after the last timed call
+
+    def allowance_ms(self) -> float:
+        cal = sorted(self.calibration) or [0.0]
+        med = statistics.median(cal)
+        p90 = cal[min(len(cal) - 1, int(0.9 * len(cal)))]
+        return med + 3 * max(p90 - med, 0.0) + 0.02
+
+    def judge(self, verdict: dict[str, Any], device_type: str) -> None:
+        if not self.walls or not self.reported:
+            return
+        bound = WALL_BOUND["cuda" if device_type == "cuda" else "cpu"]
+        allowance = self.allowance_ms()
+        wall = statistics.median(self.walls)
+        floor = wall - allowance
+        rep = statistics.median(self.reported)
+        verdict["wall_clock"] = {"checker_median_ms": round(wall, 4), "overhead_allowance_ms": round(allowance, 4),
+                                 "reported_median_ms": round(rep, 4), "drain_ms": round(self.drain_ms, 4),
+                                 "calls": len(self.walls)}
+        if rep < bound["factor"] * floor - bound["abs_ms"]:
+            add_flag(verdict, "timing_below_wall_clock",
+                     f"the candidate's process reported {rep:.4f} ms per call, but the checker's own clock saw "
+                     f"{wall:.4f} ms per call of which at most {allowance:.4f} ms is overhead: the reported times "
+                     "are not believed")
+        if self.drain_ms - allowance > max(bound["abs_ms"], 0.5 * wall, 1.0):
+            add_flag(verdict, "work_after_return",
+                     f"the device was still busy {self.drain_ms:.2f} ms after the last timed call returned; all "
+                     "work must finish inside forward (join threads, synchronize side streams)")

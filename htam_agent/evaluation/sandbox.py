@@ -1,0 +1,393 @@
+"""The sandbox: the one process that imports and runs candidate code. Nothing it says is trusted.
+
+    python -m htam_agent.evaluation.sandbox --fd N      (started by the checker, never by hand)
+
+It serves the checker's requests over a socket (protocol.py): import the candidate, build `ModelNew` with
+the weights the checker sends, call it on input buffers the checker fills, time single calls, and hand
+outputs back as sealed shared memory (CPU) or CUDA IPC handles. It never sees the reference model, its
+outputs or the seeds the inputs were drawn from, and it writes no verdict: the checker judges what comes
+back as data. Evidence only this process can gather (kernel launches, the sabotage runs, the ATen ops of
+the forward, Python threads, replaced functions) is reported too; the checker treats it as evidence from
+an untrusted party, never as a verdict.
+
+Imports only torch and the standard library (plus the backend's own compiler front ends).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import socket
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+_T_START = time.perf_counter()
+import torch  # noqa: E402
+import torch.profiler  # noqa: E402, F401
+
+from . import anticheat, containment, protocol  # noqa: E402
+from .backends import get_backend  # noqa: E402
+from .correctness import flatten_outputs  # noqa: E402
+
+_T_IMPORTED = time.perf_counter()
+
+
+def classify_exception(exc: BaseException) -> dict[str, str]:
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    low = text.lower()
+    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "out of memory" in low or "can't allocate memory" in low:
+        kind = "out_of_memory"
+    elif "CompilationError" in type(exc).__name__ or "Error building extension" in text:
+        kind = "compile_error"
+    elif isinstance(exc, SystemExit):
+        kind, text = "crashed", f"the candidate called exit({exc.code})"
+    else:
+        kind = "runtime_error"
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith("candidate.py")]
+    where = "; ".join(f"candidate.py line {f.lineno}: {f.line}" for f in frames[-2:])
+    return {"kind": kind, "text": text[-8000:], "where": where}
+
+
+def _storage_spans(values: list[Any]) -> list[tuple[int, int]]:
+    spans = []
+    for t in flatten_outputs(values):
+        if isinstance(t, torch.Tensor) and t.numel() > 0:
+            st = t.untyped_storage()
+            spans.append((st.data_ptr(), st.data_ptr() + st.nbytes()))
+    return spans
+
+
+def _overlaps(a: list[Any], b: list[Any]) -> bool:
+    return any(a0 < b1 and b0 < a1 for a0, a1 in _storage_spans(a) for b0, b1 in _storage_spans(b))
+
+
+class Sandbox:
+    """The candidate's process: state kept between the checker's requests."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.backend: Any = None
+        self.device: Any = None
+        self.module: Any = None
+        self.cand_cls: Any = None
+        self.probe = anticheat.KernelProbe()
+        self.slots: dict[str, Any] = {"__noop__": lambda *xs: xs[0].clone() if xs else None}
+        self.buffers: dict[str, Any] = {}
+        self._maps: dict[str, Any] = {}
+        self.outputs: dict[str, Any] = {}
+        self.last: Any = None
+        self.outliving: list[threading.Thread] = []
+        self.snapshot: dict[str, Any] = {}
+
+    # -- plumbing ------------------------------------------------------------------------------------
+    def serve(self) -> None:
+        protocol.send(self.sock, {"event": "ready", "pid": os.getpid(), "uid": os.getuid(),
+                                  "imports_s": round(_T_IMPORTED - _T_START, 3)})
+        while True:
+            try:
+                msg = protocol.recv(self.sock)
+            except EOFError:
+                os._exit(0)
+            op = msg.body.get("op")
+            handler = getattr(self, f"op_{op}", None) if isinstance(op, str) else None
+            fds: list[int] = []
+            try:
+                if handler is None:
+                    raise ValueError(f"unknown request {op!r}")
+                reply = handler(msg.body, fds) or {}
+                reply.setdefault("ok", True)
+            except BaseException as exc:  # the candidate's failures are answers, not deaths
+                fds.clear()
+                reply = {"ok": False, "error": classify_exception(exc)}
+            finally:
+                for fd in msg.fds:
+                    os.close(fd)
+            protocol.send(self.sock, reply, fds)
+            for fd in fds:
+                os.close(fd)
+            if op == "exit":
+                os._exit(0)
+
+    def _export(self, t: Any, fds: list[int]) -> dict[str, Any]:
+        if t.device.type == "cuda":
+            return protocol.export_cuda(t)
+        return protocol.export_cpu_sealed(t, fds)
+
+    def _decode(self, data: Any) -> Any:
+        return protocol.decode_value(data, lambda ref: self.buffers[str(ref["buffer"])])
+
+    def _encode_outputs(self, out: Any, fds: list[int]) -> dict[str, Any]:
+        flat = flatten_outputs(out)
+        facts = []
+        for o in flat:
+            if isinstance(o, torch.Tensor):
+                facts.append({"tensor": True, "type": f"{type(o).__module__}.{type(o).__qualname__}",
+                              "plain": type(o) is torch.Tensor, "device": o.device.type,
+                              "strided": o.layout == torch.strided and not o.is_sparse,
+                              "shape": list(o.shape), "dtype": protocol.dtype_name(o.dtype)})
+            else:
+                facts.append({"tensor": False, "type": type(o).__name__})
+
+        def export(t: Any) -> dict[str, Any]:
+            if type(t) is not torch.Tensor or t.layout != torch.strided or t.is_sparse:
+                t = torch.Tensor.as_subclass(t.to_dense() if t.is_sparse else t, torch.Tensor)
+            return self._export(t, fds)
+
+        try:
+            value = protocol.encode_value(out, export)
+        except protocol.ProtocolError as exc:
+            return {"facts": facts, "value": None, "unsendable": str(exc)}
+        return {"facts": facts, "value": value}
+
+    # -- set-up --------------------------------------------------------------------------------------
+    def op_prepare(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        self.backend = get_backend(body["backend"])
+        self.backend.prepare(body["build_root"], body.get("threads"), fast_build=body.get("fast_build", True))
+        self.device = self.backend.device(body.get("device_index", 0))
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        if body.get("probe", True):
+            self.probe.install(self.backend.name)
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(body["build_root"], "triton")
+        # Before any candidate code: from here on this process (and all it starts) writes only to its
+        # scratch folder and its build folder, and cannot signal or trace the checker.
+        confinement = containment.restrict_writes([os.getcwd(), body["build_root"]]) if body.get(
+            "landlock", True) else "landlock not requested"
+        confinement += "; " + containment.drop_capabilities()
+        return {"device": self.backend.device_info(), "confinement": confinement}
+
+    def op_load(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        import importlib.util
+
+        self.snapshot = _snapshot()
+        path = os.path.join(os.getcwd(), "candidate.py")
+        with open(path, "w") as f:
+            f.write(body["source"])
+        t0 = time.perf_counter()
+        spec = importlib.util.spec_from_file_location("htam_candidate", path)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["htam_candidate"] = module
+        spec.loader.exec_module(module)
+        self.module = module
+        self.cand_cls = getattr(module, "ModelNew", None)
+        if self.cand_cls is None:
+            raise TypeError("the candidate module defines no `ModelNew`")
+        return {"seconds": round(time.perf_counter() - t0, 3)}
+
+    def op_alloc(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """Buffers the checker fills: inputs, weights, init arguments (they live in this process)."""
+        descs = {}
+        for spec in body["buffers"]:
+            bid, shape, dtype = str(spec["id"]), list(spec["shape"]), getattr(torch, spec["dtype"])
+            if self.device.type == "cuda":
+                t = torch.empty(shape, dtype=dtype, device=self.device)
+                descs[bid] = protocol.export_cuda(t)
+            else:
+                t, descs[bid], m = protocol.new_cpu_shared(shape, dtype, fds)
+                self._maps[bid] = m
+            self.buffers[bid] = t
+        return {"buffers": descs}
+
+    def op_free(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        for bid in body["ids"]:
+            self.buffers.pop(str(bid), None)
+            self._maps.pop(str(bid), None)  # the mapping closes when the last view of it goes
+        return {}
+
+    def op_build(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        init = self._decode(body["init"])
+        state = self._decode(body["state"])
+        with torch.device(self.device):
+            torch.manual_seed(int(body.get("seed", 0)))
+            model = self.cand_cls(*init).to(self.device)
+        cs = model.state_dict()
+        loaded = bool(state) and state.keys() == cs.keys() and all(state[k].shape == cs[k].shape for k in state)
+        if loaded:
+            model.load_state_dict(state)
+        self.slots[str(body["slot"])] = model
+        return {"loaded_state": loaded}
+
+    def op_drop_slot(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        self.slots.pop(str(body["slot"]), None)
+        gc.collect()
+        return {}
+
+    # -- calls ---------------------------------------------------------------------------------------
+    def op_call(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """One forward on the given buffers; the output is kept as `out_id` and handed back."""
+        model = self.slots[str(body["slot"])]
+        inputs = self._decode(body["inputs"])
+        before = threading.active_count()
+        with torch.no_grad():
+            out = model(*inputs)
+        self.backend.synchronize()
+        keep = {k: v for k, v in self.outputs.items() if k in body.get("against", [])}
+        reply = self._encode_outputs(out, fds)
+        reply["aliases_input"] = _overlaps([out], list(inputs))
+        reply["aliases_earlier"] = [k for k, v in keep.items() if _overlaps([out], [v])]
+        reply["threads_added"] = threading.active_count() - before
+        self.outputs[str(body["out_id"])] = out
+        return reply
+
+    def op_export(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """Hand back a kept output again (as it is now), or the last timed call's output (then kept)."""
+        oid = str(body["out_id"])
+        if body.get("last"):
+            self.outputs[oid] = self.last
+        return self._encode_outputs(self.outputs[oid], fds)
+
+    def op_release(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        sizes = []
+        for oid in body["ids"]:
+            out = self.outputs.pop(str(oid), None)
+            sizes += [t.untyped_storage().nbytes() for t in flatten_outputs(out) if isinstance(t, torch.Tensor)]
+        del out
+        if body.get("poison", True):
+            # Blocks the size of the freed outputs, filled with NaN: an output allocated but never written
+            # shows it (cheat pattern 1).
+            for n in sizes:
+                if n >= 4:
+                    t = torch.full((n // 4,), float("nan"), dtype=torch.float32, device=self.device)
+                    del t
+        return {}
+
+    def op_sync(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        self.backend.synchronize()
+        return {}
+
+    def op_flush(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """Queue the cache flush before a timed call (a separate request: the checker's clock around the
+        timed call then holds the call, not the flush)."""
+        self.backend.synchronize()
+        self.backend.flush_cache()
+        return {}
+
+    def op_warmup(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        model = self.slots[str(body["slot"])]
+        sets = [self._decode(s) for s in body["sets"]]
+        warm, t0 = 0, time.perf_counter()
+        while warm < body["min"] or time.perf_counter() - t0 < body["seconds"]:
+            with torch.no_grad():
+                model(*sets[warm % len(sets)])
+            self.backend.synchronize()
+            warm += 1
+            if warm >= 1000:
+                break
+        return {"warmup": warm, "est_ms": (time.perf_counter() - t0) * 1e3 / warm}
+
+    def op_timed(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """One timed call after a `flush`: device timer (events on the GPU) and host clock around it."""
+        model = self.slots[str(body["slot"])]
+        inputs = self._decode(body["inputs"])
+        self.last = None
+        before = set(threading.enumerate())
+        timer = self.backend.new_timer()
+        h0 = time.perf_counter_ns()
+        timer.start()
+        with torch.no_grad():
+            out = model(*inputs)
+        timer.stop()  # synchronizes the whole device before the end stamp
+        h1 = time.perf_counter_ns()
+        self.last = out
+        started = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+        self.outliving.extend(started)
+        return {"device_ms": timer.elapsed_ms(), "host_ms": (h1 - h0) / 1e6, "threads_alive": len(started)}
+
+    def op_threads_ended(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        ended = [t for t in self.outliving if not t.is_alive()]
+        self.outliving.clear()
+        return {"ended": len(ended)}
+
+    # -- evidence ------------------------------------------------------------------------------------
+    def op_probe(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        return {"calls": dict(self.probe.calls), "launches": self.probe.launches}
+
+    def op_ops(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        model = self.slots[str(body["slot"])]
+        inputs = self._decode(body["inputs"])
+        with torch.no_grad():
+            ops = anticheat.compute_ops(anticheat.aten_ops(lambda: model(*[
+                x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])))
+        return {"ops": sorted([list(o) for o in ops])}
+
+    def op_sabotage(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """A normal call on the buffers, then one with the kernels' results poisoned ("nan") or replaced by
+        a copy of their inputs ("identity"), on the very same tensors (so a cache keyed on them answers)."""
+        model = self.slots[str(body["slot"])]
+        inputs = self._decode(body["inputs"])
+        self.probe.protect(inputs)
+        self.probe.protect(list(model.parameters()) + list(model.buffers()))
+        with torch.no_grad():
+            model(*inputs)
+        self.backend.synchronize()
+        self.probe.mode, self.probe.replaced = body["mode"], 0
+        try:
+            with torch.no_grad():
+                out = model(*inputs)
+            self.backend.synchronize()
+        except Exception as exc:  # the sabotaged results broke the forward: they were used
+            return {"raised": type(exc).__name__, "replaced": self.probe.replaced}
+        finally:
+            self.probe.mode = None
+        self.outputs[str(body["out_id"])] = out
+        reply = self._encode_outputs(out, fds)
+        reply["replaced"] = self.probe.replaced
+        return reply
+
+    def op_tamper(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        now = _snapshot()
+        changed = [k for k, (obj, code) in self.snapshot.items()
+                   if k not in now or now[k][0] is not obj or now[k][1] is not code]
+        return {"changed": sorted(changed)}
+
+    def op_empty_cache(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        gc.collect()
+        self.backend.empty_cache()
+        return {}
+
+    def op_exit(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        return {}
+
+
+def _snapshot() -> dict[str, Any]:
+    """Identities of the functions this process times and reports with: a tripwire for a candidate that
+    replaces them (the checker's clock bounds the timings whatever happens here)."""
+    objs: dict[str, Any] = {"time.perf_counter_ns": time.perf_counter_ns, "time.perf_counter": time.perf_counter,
+                            "torch.cuda.synchronize": torch.cuda.synchronize,
+                            "torch.cuda.Event.record": torch.cuda.Event.record,
+                            "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
+                            "torch.cuda.Event.synchronize": torch.cuda.Event.synchronize}
+    for name, obj in vars(Sandbox).items():
+        if callable(obj):
+            objs[f"Sandbox.{name}"] = obj
+    from .backends import _devices
+
+    for cls in (_devices.CudaTimer, _devices.CpuTimer, _devices.CudaDevice, _devices.CpuDevice):
+        for name, obj in vars(cls).items():
+            if callable(obj):
+                objs[f"{cls.__name__}.{name}"] = obj
+    for mod in (protocol, anticheat):
+        for name, obj in vars(mod).items():
+            if callable(obj) and getattr(obj, "__module__", None) == mod.__name__:
+                objs[f"{mod.__name__}.{name}"] = obj
+    return {k: (v, getattr(v, "__code__", None)) for k, v in objs.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] != "--fd":
+        print("usage: python -m htam_agent.evaluation.sandbox --fd N (started by the checker)", file=sys.stderr)
+        return 2
+    sock = socket.socket(fileno=int(argv[1]))
+    Sandbox(sock).serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
