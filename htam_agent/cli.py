@@ -166,6 +166,52 @@ def tasks_list() -> None:
         typer.echo(f"{p.stem:<36} {extra}")
 
 
+@tasks_app.command("sizes")
+def tasks_sizes(
+    files: Annotated[list[Path], typer.Argument(help="KernelBench-format task files", exists=True, dir_okay=False)],
+    refresh: Annotated[bool, typer.Option("--refresh", help="derive again instead of reading the cache")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON object per file")] = False,
+) -> None:
+    """Each size of each file (default, small, alt): the globals it sets, the input shapes, and why it was
+    chosen, or why there is none. Sizes a file has no SMALL_SIZES/ALT_SIZES dict for are derived (cached)."""
+    from htam_agent.evaluation.tasks import TaskError, describe_sizes
+
+    failed = False
+    for f in files:
+        try:
+            info = describe_sizes(f, refresh=refresh)
+        except TaskError as exc:
+            console.print(f"[red]{exc}[/red]")
+            failed = True
+            continue
+        if as_json:
+            typer.echo(json.dumps(info))
+            continue
+        typer.echo(f"{info['path']}")
+        if "size_globals" in info:
+            sg = ", ".join(f"{g['global']}={g['default']} (floor {g['floor']})" for g in info["size_globals"])
+            typer.echo(f"  size globals: {sg or 'none'}")
+            for name, why in info["kept_globals"].items():
+                typer.echo(f"  kept: {name}: {why}")
+        for size, e in info["sizes"].items():
+            if "problem" in e:
+                typer.echo(f"  {size:<8} none: {e['problem']}")
+                failed = failed or size == "small"
+                continue
+            glob = " ".join(f"{k}={v}" for k, v in (e.get("globals") or {}).items())
+            rec = " ".join(f"{k}={v}" for k, v in (e.get("recomputed") or {}).items())
+            inputs = ", ".join(e.get("inputs", [])) or e.get("inputs_error", "")
+            cost = "".join([f"  est {e['est_ms']:.1f} ms" if e.get("est_ms") is not None else "",
+                            f"  cpu {e['cpu_ms']:.1f} ms" if e.get("cpu_ms") is not None else "",
+                            f"  cpu error: {e['cpu_error']}" if e.get("cpu_error") else ""])
+            typer.echo(f"  {size:<8} {e['from']}{': ' + glob if glob else ''}{'  (recomputed: ' + rec + ')' if rec else ''}")
+            typer.echo(f"           inputs {inputs}{cost}")
+            if e.get("why"):
+                typer.echo(f"           why: {e['why']}")
+    if failed:
+        raise typer.Exit(1)
+
+
 def main() -> None:
     app()
 

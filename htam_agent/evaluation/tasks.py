@@ -2,7 +2,8 @@
 
 Task files are executed as Python modules; a broken one must fail here, with its path and what is wrong,
 never deep inside a worker. Sizes other than the module defaults (`SMALL_SIZES`, `ALT_SIZES`) are applied by
-overriding module globals, so the file itself stays a plain KernelBench file.
+overriding module globals, so the file itself stays a plain KernelBench file. A file without those dicts (every
+KernelBench file) gets them derived by `sizes.py`; an explicit dict always wins.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from . import sizes as _sizes
+
 SIZES = ("default", "small", "alt")
-_SIZE_DICTS = {"small": "SMALL_SIZES", "alt": "ALT_SIZES"}
+_SIZE_DICTS = _sizes.SIZE_DICTS
 _counter = itertools.count()
 
 
@@ -34,6 +37,9 @@ class Task:
     source: str
     size: str
     module: ModuleType = field(repr=False)
+    # Derived overrides ({'small': ..., 'alt': ..., 'problems': ...}, JSON form) for sizes the file has no dict
+    # for: handed in by whoever derived them (a worker gets them from its parent), else derived on first use.
+    derived: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def model_cls(self) -> type:
@@ -41,8 +47,21 @@ class Task:
 
     @property
     def sizes(self) -> tuple[str, ...]:
-        """The sizes this task defines (always 'default', plus 'small'/'alt' when present)."""
-        return ("default",) + tuple(s for s, d in _SIZE_DICTS.items() if isinstance(getattr(self.module, d, None), dict))
+        """The sizes this task has: 'default', plus 'small'/'alt' from the file's dicts or, where a dict is
+        absent, derived (the first call on a KernelBench file derives them: seconds, then cached)."""
+        out = ["default"]
+        for size, dict_name in _SIZE_DICTS.items():
+            if isinstance(getattr(self.module, dict_name, None), dict):
+                out.append(size)
+            elif getattr(self.module, dict_name, None) is None and self.derived_sizes().get(size) is not None:
+                out.append(size)
+        return tuple(out)
+
+    def derived_sizes(self) -> dict[str, Any]:
+        """The derived overrides (see `sizes.derived_overrides`), computed once per task."""
+        if self.derived is None:
+            self.derived = _derived(self.source, self.path)
+        return self.derived
 
     @property
     def source_hash(self) -> str:
@@ -57,7 +76,24 @@ class Task:
 
     def at_size(self, size: str) -> Task:
         """The same task re-loaded at another size (a fresh module, so sizes never leak between them)."""
-        return load_task_source(self.source, self.path, size=size, name=self.name, check_inputs=False)
+        return load_task_source(self.source, self.path, size=size, name=self.name, check_inputs=False,
+                                derived=self.derived)
+
+
+def _derived(source: str, path: Path) -> dict[str, Any]:
+    try:
+        return _sizes.derived_overrides(source, path)
+    except _sizes.SizeError as exc:
+        return {"small": None, "alt": None, "problems": {"small": str(exc), "alt": str(exc)}}
+
+
+def has_size(task_source: str, size: str, path: Path | str = "<task>") -> bool:
+    """Whether a task source has `size` ('default' always; 'small'/'alt' from its dict or derived).
+
+    For callers that hold only the source, such as the runner choosing the CPU backend's size:
+    `"small" if backend == "cpp" and has_size(task_source, "small") else "default"`.
+    """
+    return _sizes.has_size(task_source, size, path)
 
 
 def _exec_module(source: str, path: Path) -> ModuleType:
@@ -101,18 +137,33 @@ def _check_interface(module: ModuleType, path: Path) -> None:
         raise TaskError(f"{path}: `get_init_inputs` is not a function. Define `def get_init_inputs(): return [...]`.")
 
 
-def _apply_size(module: ModuleType, path: Path, size: str) -> None:
+def _apply_size(module: ModuleType, path: Path, size: str, source: str | None = None,
+                derived: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """Set the globals of `size`: from the file's dict, else from the derived overrides (`derived`, or derived
+    here from `source`). Returns the derived overrides it used or computed, so the task keeps them."""
     if size not in SIZES:
         raise TaskError(f"{path}: unknown size {size!r}; use one of {', '.join(SIZES)}.")
     if size == "default":
-        return
+        return derived
     dict_name = _SIZE_DICTS[size]
     overrides = getattr(module, dict_name, None)
     if overrides is None:
-        raise TaskError(
-            f"{path}: size {size!r} requested but the file defines no `{dict_name}` dict. Add "
-            f"`{dict_name} = {{'<global>': value, ...}}` or use size='default'."
-        )
+        if derived is None:
+            if source is None:
+                raise TaskError(f"{path}: size {size!r} requested but the file defines no `{dict_name}` dict. "
+                                f"Add `{dict_name} = {{'<global>': value, ...}}` or use size='default'.")
+            derived = _derived(source, path)
+        try:
+            values = _sizes.overrides_from(derived, size, path)
+        except _sizes.SizeError as exc:
+            raise TaskError(f"{exc}. (size {size!r} requested: the file defines no `{dict_name}` dict and none "
+                            "could be derived; or use size='default'.)") from exc
+        for key, value in values.items():
+            if key not in module.__dict__:
+                raise TaskError(f"{path}: the derived {size!r} size overrides {key!r}, which the file does not "
+                                f"define; add `{dict_name} = {{...}}` to the file.")
+            module.__dict__[key] = value
+        return derived
     if not isinstance(overrides, dict):
         raise TaskError(f"{path}: `{dict_name}` must be a dict of module globals to override.")
     for key, value in overrides.items():
@@ -122,6 +173,7 @@ def _apply_size(module: ModuleType, path: Path, size: str) -> None:
                 "Name only the size globals that get_inputs()/get_init_inputs() read."
             )
         module.__dict__[key] = value
+    return derived
 
 
 def _check_inputs(module: ModuleType, path: Path) -> None:
@@ -180,15 +232,19 @@ def validate_inputs(inputs: Any, path: Path | str) -> list[Any]:
 
 
 def load_task_source(source: str, path: Path | str, size: str = "default", name: str | None = None,
-                     check_inputs: bool = True) -> Task:
-    """Load a task from its source text (`path` is used for messages and the name)."""
+                     check_inputs: bool = True, derived: dict[str, Any] | None = None) -> Task:
+    """Load a task from its source text (`path` is used for messages and the name).
+
+    `derived`: the output of `sizes.derived_overrides(source)` made elsewhere (a worker should get it from its
+    parent rather than derive, or read the cache, in a process that runs candidate code).
+    """
     path = Path(path)
     module = _exec_module(source, path)
     _check_interface(module, path)
-    _apply_size(module, path, size)
+    derived = _apply_size(module, path, size, source, derived)
     if check_inputs:
         _check_inputs(module, path)
-    return Task(name=name or path.stem, path=path, source=source, size=size, module=module)
+    return Task(name=name or path.stem, path=path, source=source, size=size, module=module, derived=derived)
 
 
 def load_task(path: Path | str, size: str = "default") -> Task:
@@ -235,3 +291,48 @@ def _natural_key(p: Path) -> tuple:
     """Sort `2_x.py` before `10_x.py`, as KernelBench numbers its problems."""
     head = p.name.split("_", 1)[0]
     return (int(head), p.name) if head.isdigit() else (10**9, p.name)
+
+
+def describe_sizes(path: Path | str, refresh: bool = False) -> dict[str, Any]:
+    """Every size of one task file, for people (`htam tasks sizes`): where each comes from (the file's dict or
+    derived), the globals it sets, the input shapes, and why it was chosen, or why there is none."""
+    import torch
+
+    task = load_task(path)
+    explicit = _sizes.explicit_dicts(task.source, task.path)
+    report = None if explicit >= set(_SIZE_DICTS) else _sizes.derive_sizes(task.source, task.path,
+                                                                            use_cache=not refresh)
+    out: dict[str, Any] = {"path": str(task.path), "sizes": {}}
+    if report is not None:
+        out["size_globals"] = report["slots"]
+        out["kept_globals"] = report["kept"]
+        out["derive_seconds"] = report.get("seconds")
+        out["cached"] = report.get("cached")
+    for size in SIZES:
+        entry: dict[str, Any] = {}
+        if size == "default":
+            entry["from"] = "the file's globals"
+            if report is not None and report["default"]:
+                entry["est_ms"] = report["default"]["est_ms"]
+        elif size in explicit:
+            entry["from"] = f"{_SIZE_DICTS[size]} in the file (explicit dicts win)"
+            entry["globals"] = dict(getattr(task.module, _SIZE_DICTS[size], {}) or {})
+        else:
+            rec = report[size] if report else None
+            if rec is None:
+                entry["problem"] = (report or {}).get("problems", {}).get(size) or "not derived"
+                out["sizes"][size] = entry
+                continue
+            entry.update({"from": "derived", "globals": {k: v[1] for k, v in rec["changed"].items()},
+                          "recomputed": {k: v for k, v in _sizes.decode(rec["overrides"]).items()
+                                         if k not in rec["changed"]},
+                          "est_ms": rec["est_ms"], "cpu_ms": rec["cpu_ms"], "cpu_error": rec["cpu_error"],
+                          "checked_on": rec["mode"], "why": rec["why"]})
+        try:
+            t = task if size == "default" else task.at_size(size)
+            with torch.device("meta"):
+                entry["inputs"] = [_sizes.describe_input(x) for x in t.get_inputs()]
+        except Exception as exc:  # shown, not raised: the other sizes are still worth printing
+            entry["inputs_error"] = f"{type(exc).__name__}: {exc}"
+        out["sizes"][size] = entry
+    return out

@@ -75,10 +75,26 @@ def test_malformed_files_name_the_file_and_the_problem(tmp_path, text, expected)
     assert expected in str(err.value)
 
 
-def test_missing_size_dict_is_explained(tmp_path):
+def test_missing_size_dict_is_derived_and_the_other_dict_still_wins(tmp_path, monkeypatch):
+    monkeypatch.setenv("HTAM_SIZES_DIR", str(tmp_path / "sizes"))
     p = write(tmp_path, "t.py", GOOD.replace("SMALL_SIZES", "OTHER"))
-    with pytest.raises(TaskError, match="defines no `SMALL_SIZES`"):
+    task = load_task(p)
+    assert task.sizes == ("default", "small", "alt")
+    small = task.at_size("small")
+    b, d = small.get_inputs()[0].shape
+    assert d == 8 and 2 <= b < 1 << 40 and b * d * 4 <= 16 << 20  # dim=8 is kept; batch_size shrinks
+    assert small.get_inputs()[0].shape == (b, 8)
+    assert task.at_size("alt").get_inputs()[0].shape == (3, 5)  # ALT_SIZES is explicit: it wins
+
+
+def test_missing_size_dict_that_cannot_be_derived_is_explained(tmp_path, monkeypatch):
+    monkeypatch.setenv("HTAM_SIZES_DIR", str(tmp_path / "sizes"))
+    text = GOOD.replace("SMALL_SIZES", "OTHER").replace("torch.randn(batch_size, dim)", "torch.randn(1 << 40, 8)")
+    p = write(tmp_path, "t.py", text)
+    with pytest.raises(TaskError) as err:
         load_task(p, size="small")
+    assert str(p) in str(err.value) and "defines no `SMALL_SIZES`" in str(err.value)
+    assert "add SMALL_SIZES" in str(err.value) or "make the input sizes module-level globals" in str(err.value)
 
 
 def test_size_dict_naming_unknown_global(tmp_path):

@@ -1,0 +1,160 @@
+"""Every KernelBench problem at every size: load, derive 'small'/'alt', run the reference there.
+
+    python benchmarks/kernelbench_sizes.py /path/to/KernelBench                  # levels 1-3, all 250 files
+    python benchmarks/kernelbench_sizes.py /path/to/KernelBench --levels 1 --only ReLU
+    python benchmarks/kernelbench_sizes.py KB --out benchmarks/results/kernelbench_sizes.jsonl
+
+Per file: load it as the evaluator does (`load_task`, default size), run the reference forward on the meta
+device at the default size, derive the sizes afresh (`sizes.derive_sizes`, no cache), then load it at 'small'
+and at 'alt' through `load_task` and time a real eager CPU forward there (2 threads; the fastest of `--reps`
+after one warm-up, at most 3 s of them), since a shared machine only adds time). Prints one line per file, then per level how many
+loaded, derived and ran, the small forward times (median, max), the derivation times, and every failure with
+its reason. `--out` writes one JSON object per file (the derivation report included) for later study, e.g.
+the cost model's estimate against the measured time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from htam_agent.evaluation import sizes as sizes_mod  # noqa: E402
+from htam_agent.evaluation.tasks import load_task, task_paths  # noqa: E402
+
+
+def _err(exc: BaseException) -> str:
+    return " ".join(traceback.format_exception_only(type(exc), exc)[-1].split())[:300]
+
+
+def meta_forward(task) -> str:
+    """The reference at its default size on the meta device; a model whose constructor meta cannot run
+    (`.item()` in __init__) is built on the CPU and moved there, as the derivation does."""
+    with torch.no_grad():
+        try:
+            with torch.device("meta"):
+                model = task.model_cls(*task.get_init_inputs())
+            how = "ok"
+        except (NotImplementedError, RuntimeError):
+            model = task.model_cls(*task.get_init_inputs()).to("meta")
+            how = "ok (built on the CPU)"
+        with torch.device("meta"):
+            model(*task.get_inputs())
+    return how
+
+
+def cpu_forward_ms(task, reps: int, max_s: float = 3.0) -> float:
+    torch.manual_seed(0)
+    with torch.no_grad():
+        model = task.model_cls(*task.get_init_inputs())
+        inputs = task.get_inputs()
+        model(*inputs)
+        times: list[float] = []
+        while len(times) < reps and sum(times) < max_s * 1e3:
+            t0 = time.perf_counter()
+            model(*inputs)
+            times.append((time.perf_counter() - t0) * 1e3)
+    return min(times)
+
+
+def run_file(path: Path, reps: int) -> dict:
+    rec: dict = {"file": f"{path.parent.name}/{path.name}", "level": path.parent.name}
+    try:
+        task = load_task(path)
+        rec["loaded"] = True
+    except Exception as exc:
+        rec.update(loaded=False, failure=f"load: {_err(exc)}")
+        return rec
+    try:
+        rec["default_meta"] = meta_forward(task)
+    except Exception as exc:  # not a failure of the file: the derivation falls back to the CPU
+        rec["default_meta"] = _err(exc)
+    t0 = time.perf_counter()
+    try:
+        report = sizes_mod.derive_sizes(task.source, path, use_cache=False)
+    except Exception as exc:
+        rec.update(derived=False, failure=f"derive: {_err(exc)}")
+        return rec
+    rec["derive_s"] = round(time.perf_counter() - t0, 2)
+    rec["report"] = report
+    rec["derived"] = report["small"] is not None and report["alt"] is not None
+    if not rec["derived"]:
+        rec["failure"] = "derive: " + "; ".join(v for v in report["problems"].values() if v)
+    for size in ("small", "alt"):
+        if report[size] is None:
+            continue
+        try:
+            t = load_task(path, size=size)
+            rec[f"{size}_inputs"] = [f"{tuple(x.shape)}" for x in t.get_inputs() if isinstance(x, torch.Tensor)]
+            rec[f"{size}_ms"] = round(cpu_forward_ms(t, reps), 3)
+        except Exception as exc:
+            rec[f"{size}_error"] = _err(exc)
+            rec.setdefault("failure", f"{size} forward on the CPU: {_err(exc)}")
+    rec["ran"] = all(f"{s}_ms" in rec for s in ("small", "alt")) and rec["default_meta"].startswith("ok")
+    return rec
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("kernelbench", type=Path, help="a KernelBench checkout (the folder holding level1, ...)")
+    ap.add_argument("--levels", default="1,2,3")
+    ap.add_argument("--only", default="", help="only files whose name contains this")
+    ap.add_argument("--reps", type=int, default=10, help="timed forwards per size (fewer past 3 s of them)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=None, help="JSONL, one object per file")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    out = args.out.open("w") if args.out else None
+    by_level: dict[str, list[dict]] = {}
+    t_all = time.perf_counter()
+    for level in (f"level{n.strip()}" for n in args.levels.split(",")):
+        for path in task_paths(args.kernelbench / level):
+            if args.only and args.only not in path.name:
+                continue
+            rec = run_file(path, args.reps)
+            by_level.setdefault(level, []).append(rec)
+            small = rec.get("report", {}).get("small") or {}
+            print(f"{rec['file']:<75} derive {rec.get('derive_s', '-'):>6}s  small {rec.get('small_ms', '-'):>8} ms "
+                  f"(est {small.get('est_ms', '-')})  alt {rec.get('alt_ms', '-'):>8} ms  "
+                  f"{small.get('inputs', '')}  {rec.get('failure', '')}", flush=True)
+            if out:
+                out.write(json.dumps(rec) + "\n")
+                out.flush()
+    print(f"\nwall {time.perf_counter() - t_all:.0f} s, torch {torch.__version__}, {args.threads} threads")
+    print(f"{'level':<8} {'files':>5} {'loaded':>6} {'derived':>7} {'ran':>4} {'small ms median':>16} "
+          f"{'small ms max':>12} {'alt ms max':>10} {'over 50 ms':>10} {'derive s median':>15} {'derive s max':>12}")
+    failures = []
+    for level, recs in by_level.items():
+        sm = [r["small_ms"] for r in recs if "small_ms" in r]
+        am = [r["alt_ms"] for r in recs if "alt_ms" in r]
+        ds = [r["derive_s"] for r in recs if "derive_s" in r]
+        over = sum(1 for r in recs if max(r.get("small_ms", 0), r.get("alt_ms", 0)) > sizes_mod.TARGET_MS)
+        print(f"{level:<8} {len(recs):>5} {sum(bool(r.get('loaded')) for r in recs):>6} "
+              f"{sum(bool(r.get('derived')) for r in recs):>7} {sum(bool(r.get('ran')) for r in recs):>4} "
+              f"{statistics.median(sm) if sm else float('nan'):>16.2f} {max(sm, default=float('nan')):>12.2f} "
+              f"{max(am, default=float('nan')):>10.2f} {over:>10} "
+              f"{statistics.median(ds) if ds else float('nan'):>15.2f} {max(ds, default=float('nan')):>12.2f}")
+        failures += [r for r in recs if r.get("failure") or not str(r.get("default_meta", "ok")).startswith("ok")]
+    print("\nfailures and notes:" if failures else "\nno failures")
+    for r in failures:
+        note = r.get("failure") or f"default size not runnable on meta: {r.get('default_meta')}"
+        print(f"  {r['file']}: {note}")
+    slow = [r for recs in by_level.values() for r in recs
+            if max(r.get("small_ms", 0), r.get("alt_ms", 0)) > sizes_mod.TARGET_MS]
+    if slow:
+        print(f"\nover the {sizes_mod.TARGET_MS:.0f} ms target (small / alt ms):")
+        for r in slow:
+            print(f"  {r['file']}: {r.get('small_ms')} / {r.get('alt_ms')}")
+    return 0 if all(r.get("ran") for recs in by_level.values() for r in recs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
