@@ -190,6 +190,12 @@ class Lowering:
                     continue
                 dt = _node_dtype(n)
                 self.vals[n] = self.tensor(n.target, shape, dt)
+            elif n.op == "get_attr" and not _has_attr(self.traced.model, n.target):
+                # a tensor FX folded out of forward (torch.tensor(self.value)): a scalar read back at run time
+                a, b = _fetch(self.gm, n.target), _fetch(self.traced.alt, alt.target)
+                if getattr(a, "numel", lambda: 0)() != 1 or getattr(b, "numel", lambda: 0)() != 1:
+                    raise LowerError("a tensor constant built inside forward")
+                self.vals[n] = self.scalar(float(a), float(b))
             elif n.op == "get_attr":
                 shape = _node_shape(n)
                 if shape is None:
@@ -305,9 +311,9 @@ class Lowering:
                 return a0[1]
             return ("flip", self._tensor_arg(a0), dims)
         if name in ("unsqueeze", "squeeze"):
-            d = self._pyarg(n, alt, 1, "dim", None)
-            if d == "None":
-                raise LowerError("squeeze without a dim")
+            d, d_alt = _arg(n, 1, "dim", None), _arg(alt, 1, "dim", None)
+            if not isinstance(d, int) or d != d_alt:
+                raise LowerError(f"{name} without a literal dim")
             if x.kind == "leaf":
                 return self.tensor(f"{self.tensors[x.val].expr}.{name}({d})", shape, self.tensors[x.val].dtype)
             return E("view", shape, args=(x,), val=(name, d))
@@ -612,7 +618,8 @@ class Lowering:
             if kind == "max":
                 p["dilation"] = f"{path}.dilation"
             else:
-                p.update(dilation="1", include_pad=f"{path}.count_include_pad", divisor=f"{path}.divisor_override")
+                p.update(dilation="1", include_pad=f"{path}.count_include_pad",
+                         divisor=f"getattr({path}, 'divisor_override', None)")
             return self.stage("pool", x, shape, p)
         if t in (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d):
             nd = int(t.__name__[-2])
@@ -715,6 +722,22 @@ class Lowering:
         d = self.op("clamp_min", [self.op("add", [self.op("sub", [dist(p), dist(q)], rows),
                                                   E("sc", val=f"float({path}.margin)")], rows), E("lit", val=0.0)], rows)
         return self.stage("reduce", d, shape, {"op": "mean", "dims": "None", "keepdim": "False", "form": "A"})
+
+
+def _has_attr(model: Any, target: str) -> bool:
+    obj = model
+    for part in target.split("."):
+        if not hasattr(obj, part):
+            return False
+        obj = getattr(obj, part)
+    return True
+
+
+def _fetch(gm: Any, target: str) -> Any:
+    obj = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def _reduced_shape(shape: tuple[int, ...], dims: list[int], keep: bool) -> tuple[int, ...]:

@@ -206,8 +206,13 @@ class _Emit:
                 cix = ix
                 if edge is not None:
                     runs = self.edges[edge][2]
-                    terms = [f"(({ix}) / B{edge}_{r}d) % B{edge}_{r}m * B{edge}_{r}u" for r in range(len(runs))]
                     cix = f"j{edge}"
+                    terms = []
+                    for r in range(len(runs)):
+                        b = f"B{edge}_{r}"
+                        lines.append(f"        const unsigned int {cix}q{r} = fdiv((unsigned int)({ix}), (unsigned int){b}dm, {b}ds);")
+                        terms.append(f"(long long)(({cix}q{r} - fdiv({cix}q{r}, (unsigned int){b}mm, {b}ms) * (unsigned int){b}m) "
+                                     f"* (unsigned int){b}u)")
                     lines.append(f"        const long long {cix} = {' + '.join(terms) if terms else '0'};")
                 args.append(go(a, k, cix))
             counter[0] += 1
@@ -218,7 +223,11 @@ class _Emit:
         return go(e, root, idx)
 
     def edge_params(self) -> list[str]:
-        return [f"int B{e}_{r}{c}" for e, ed in enumerate(self.edges) for r in range(len(ed[2])) for c in "dmu"]
+        return [f"int B{e}_{r}{c}" for e, ed in enumerate(self.edges) for r in range(len(ed[2])) for c in _EDGE_FIELDS]
+
+
+# per run of kept dims: magic/shift of its divisor, its size with magic/shift, the child's inner size
+_EDGE_FIELDS = ("dm", "ds", "m", "mm", "ms", "u")
 
 
 def _runs(child: tuple[int, ...], parent: tuple[int, ...]) -> list[list[int]]:
@@ -265,15 +274,27 @@ def _shapes(prog, tshapes, self_shape):
     return sh
 
 
+def _magic(d):
+    """(multiplier, shift) so that n // d == (umulhi(n, m) + n) >> s for every 0 <= n < 2**31 (as signed ints)."""
+    d = max(int(d), 1)
+    s = 0
+    while (1 << s) < d:
+        s += 1
+    m = ((1 << 32) * ((1 << s) - d)) // d + 1
+    return (m - (1 << 32) if m >= 1 << 31 else m), s
+
+
 def _edge_args(edges, sh):
-    """(div, mod, mul) per run of kept dims: child index = sum((i // div) % mod * mul)."""
+    """Per run of kept dims: child index = sum((i // div) % mod * mul), divisions by magic numbers."""
     out = []
     for parent, child, runs in edges:
         p, c = sh[parent], sh[child]
+        _check_n(math.prod(p))
         c = (1,) * (len(p) - len(c)) + tuple(c)
         for run in runs:
             last = run[-1]
-            out += [math.prod(p[last + 1:]), math.prod(p[run[0]:last + 1]), math.prod(c[last + 1:])]
+            div, mod, mul = math.prod(p[last + 1:]), math.prod(p[run[0]:last + 1]), math.prod(c[last + 1:])
+            out += [*_magic(div), mod, *_magic(mod), mul]
     return [int(v) for v in out]
 
 
@@ -327,7 +348,7 @@ def _pool_geom(shape, nd, kernel, stride, padding, dilation, ceil):
 def _check_n(*ns):
     for n in ns:
         if n >= 2**31:
-            raise ValueError("tensors of 2**31 or more elements are outside these 32-bit-indexed kernels")
+            raise ValueError("sizes of 2**31 or more are outside these kernels' 32-bit arguments")
 '''
 
 
@@ -395,15 +416,24 @@ DEV double st_var(St s) {
 }
 
 // flat input index of reduced element r of output k: form A is [K / K2, R, K2]; form B is [R / R2, K, R2]
-DEV long long red_idx(long long k, long long r, long long K, long long R, long long K2, int formB) {
-    if (formB) return (r / K2) * K * K2 + k * K2 + (r % K2);
-    return (k / K2) * R * K2 + r * K2 + (k % K2);
+DEV unsigned int fdiv(unsigned int n, unsigned int m, int s) { return (UMULHI(n, m) + n) >> s; }
+
+// K2m/K2s: magic multiplier and shift of K2 (fdiv), so the index costs no integer division
+#define red_idx(k, r, K, R, K2, formB) red_idx_(k, r, K, R, K2, formB, K2m, K2s)
+DEV long long red_idx_(long long k, long long r, long long K, long long R, long long K2, int formB, int K2m, int K2s) {
+    if (formB) {
+        const unsigned int q = fdiv((unsigned int)r, (unsigned int)K2m, K2s);
+        return (long long)q * K * K2 + k * K2 + (r - (long long)q * K2);
+    }
+    const unsigned int q = fdiv((unsigned int)k, (unsigned int)K2m, K2s);
+    return (long long)q * R * K2 + r * K2 + (k - (long long)q * K2);
 }
 '''
 
 _CUDA_HEAD = r'''#define DEV __device__ __forceinline__
 #define LD(p, i) ((float)(p)[i])
 #define D_INF __longlong_as_double(0x7ff0000000000000LL)
+#define UMULHI(a, b) __umulhi(a, b)
 #define F_NEG_INF __int_as_float(0xff800000)
 #define IMIN(a, b) ((a) < (b) ? (a) : (b))
 '''
@@ -518,7 +548,7 @@ extern "C" __global__ void __launch_bounds__(NT) k_map(float* __restrict__ out, 
             extra = ["St* __restrict__ ws", "float* __restrict__ rm", "float* __restrict__ rv", "double mom",
                      "int upd"] if bn else ["St* __restrict__ ws"]
             sig = ", ".join([f"{out_t}* __restrict__ out"] + prm + extra + ["int K", "int R", "int K2", "int formB",
-                                                                            "int P"])
+                                                                            "int P", "int K2m", "int K2s"])
             fin = _cuda_fin(bn, out_t)
             src += f"""
 extern "C" __global__ void __launch_bounds__(NT) k_red({sig}) {{
@@ -559,7 +589,8 @@ extern "C" __global__ void __launch_bounds__(NT) k_fin({sig}) {{
         elif kind == "norm":
             so = stage.params["op"]
             two = knobs.get("passes") == "two_pass" and op == 8
-            sig = ", ".join(["float* __restrict__ out"] + prm + ["double eps", "int K", "int R", "int K2", "int formB"])
+            sig = ", ".join(["float* __restrict__ out"] + prm + ["double eps", "int K", "int R", "int K2", "int formB",
+                                                                    "int K2m", "int K2s"])
             if op == 7:
                 stats = ("    St s = st_id(7);\n"
                          "    for (long long r = lane; r < R; r += G) st_upd(s, 7, IN(red_idx(k, r, K, R, K2, formB)), r, 0.0);\n"
@@ -780,9 +811,12 @@ def _launcher(program: Program, stage: Stage, k: int, em: _Emit, roots: dict[str
     elif kind == "pool":
         lines += [f"    oshape, geo = _pool_geom(xshape, {stage.params['nd']}, P[0], P[1], P[2], P[3], bool(P[4]))"]
     lines += [f"    out = torch.empty(oshape, device=dev, dtype={out_dtype})"]
-    lines += ["    n = out.numel()", "    _check_n(n, math.prod(xshape))", "    if n == 0:", "        return out"]
+    lines += ["    n = out.numel()", "    _check_n(n)", "    if n == 0:", "        return out"]
+    if kind in ("reduce", "norm", "scan"):
+        lines += ["    _check_n(K, R, K2)"]
     lines += [f"    sh = _shapes({post_prog!r}, tshapes, oshape)",
               f"    eargs = _edge_args({[tuple(e) for e in em.edges]!r}, sh)",
+              "    _check_n(*eargs)",
               "    sargs = [float(s) for s in S]"]
     if backend == "cuda":
         lines += _cuda_launch(stage, k, knobs)
@@ -833,7 +867,7 @@ def _cuda_launch(stage: Stage, k: int, knobs: Knobs) -> list[str]:
         lines += [f"    blocks = (K + {per_block} - 1) // {per_block}",
                   "    eps = float(P[1]) if len(P) > 1 else 0.0",
                   f"    _kernel({k}, 'k_norm', g)(grid=(blocks, 1, 1), block=({nt}, 1, 1), "
-                  f"args=[out, *T, *sargs, *eargs, eps, K, R, K2, {int(stage.params.get('form') == 'B')}])"]
+                  f"args=[out, *T, *sargs, *eargs, eps, K, R, K2, {int(stage.params.get('form') == 'B')}, *_magic(K2)])"]
         return lines
     bn = stage.params.get("op") == "meanvar"
     form_b = int(stage.params.get("form") == "B")
@@ -859,7 +893,7 @@ def _cuda_launch(stage: Stage, k: int, knobs: Knobs) -> list[str]:
     lines += ["    ws = torch.empty((K * parts * 32 + 1,), device=dev, dtype=torch.uint8) if parts > 1 else out",
               "    units = K * parts",
               f"    blocks = (units + {per_block} - 1) // {per_block}",
-              f"    common = [out, *T, *sargs, *eargs, ws, *extra, K, R, K2, {form_b}, parts]",
+              f"    common = [out, *T, *sargs, *eargs, ws, *extra, K, R, K2, {form_b}, parts, *_magic(K2)]",
               f"    _kernel({k}, 'k_red', g)(grid=(blocks, 1, 1), block=({nt}, 1, 1), args=common)",
               "    if parts > 1:",
               f"        _kernel({k}, 'k_fin', 32)(grid=((K + {nt // 32 - 1}) // {nt // 32}, 1, 1), block=({nt}, 1, 1), "
@@ -880,7 +914,7 @@ def _cpp_launch(stage: Stage, k: int) -> list[str]:
     form_b = int(stage.params.get("form") == "B")
     if kind == "norm":
         return ["    eps = float(P[1]) if len(P) > 1 else 0.0",
-                f"    _ext.stage{k}(out, T, sargs + [eps], eargs, [K, R, K2, {form_b}])"]
+                f"    _ext.stage{k}(out, T, sargs + [eps], eargs, [K, R, K2, {form_b}, *_magic(K2)])"]
     if stage.params.get("op") == "meanvar":
         return ["    bn = P[0]",
                 "    if not bn.training and bn.track_running_stats and bn.running_mean is not None:",
@@ -891,8 +925,8 @@ def _cpp_launch(stage: Stage, k: int) -> list[str]:
                 "        bn.num_batches_tracked.add_(1)",
                 "        mom = bn.momentum if bn.momentum is not None else 1.0 / float(bn.num_batches_tracked)",
                 "    rs = [bn.running_mean, bn.running_var] if upd else [out, out]",
-                f"    _ext.stage{k}(out, T + rs, sargs + [float(mom)], eargs, [K, R, K2, {form_b}, upd])"]
-    return [f"    _ext.stage{k}(out, T, sargs, eargs, [K, R, K2, {form_b}])"]
+                f"    _ext.stage{k}(out, T + rs, sargs + [float(mom)], eargs, [K, R, K2, {form_b}, upd, *_magic(K2)])"]
+    return [f"    _ext.stage{k}(out, T, sargs, eargs, [K, R, K2, {form_b}, *_magic(K2)])"]
 
 
 # ------------------------------------------------------------------------------------------------ C++
@@ -906,6 +940,7 @@ _CPP_HEAD = r'''#include <torch/extension.h>
 #define DEV static inline
 #define LD(p, i) ((float)(p)[i])
 #define D_INF std::numeric_limits<double>::infinity()
+#define UMULHI(a, b) ((unsigned int)(((unsigned long long)(a) * (unsigned long long)(b)) >> 32))
 #define F_NEG_INF (-std::numeric_limits<float>::infinity())
 #define IMIN(a, b) ((a) < (b) ? (a) : (b))
 #define EXPF std::exp
@@ -928,7 +963,7 @@ def _cpp_stage(program: Program, stage: Stage, k: int, knobs: Knobs) -> tuple[st
     ne = 0
     for e, ed in enumerate(em.edges):
         for r in range(len(ed[2])):
-            for c in "dmu":
+            for c in _EDGE_FIELDS:
                 unpack.append(f"    const int64_t B{e}_{r}{c} = E[{ne}];")
                 ne += 1
     kind = stage.kind
@@ -992,6 +1027,7 @@ def _cpp_stage(program: Program, stage: Stage, k: int, knobs: Knobs) -> tuple[st
             val = "(x - meanf) * rstd"
         body = f"""    const int64_t K = I[0], R = I[1], K2 = I[2];
     const int formB = (int)I[3];
+    const int K2m = (int)I[I.size() - 2], K2s = (int)I[I.size() - 1];
     const double eps = S[S.size() - 1];
     float* __restrict__ out = outt.data_ptr<float>();
     #pragma omp parallel for schedule(static)
@@ -1021,6 +1057,7 @@ def _cpp_stage(program: Program, stage: Stage, k: int, knobs: Knobs) -> tuple[st
             bn_pre = ""
         body = f"""    const int64_t K = I[0], R = I[1], K2 = I[2];
     const int formB = (int)I[3];
+    const int K2m = (int)I[I.size() - 2], K2s = (int)I[I.size() - 1];
 {bn_pre}    {out_t}* __restrict__ out = outt.data_ptr<{out_t}>();
     #pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < K; ++k) {{
