@@ -202,7 +202,8 @@ def tasks_sizes(
             rec = " ".join(f"{k}={v}" for k, v in (e.get("recomputed") or {}).items())
             inputs = ", ".join(e.get("inputs", [])) or e.get("inputs_error", "")
             cost = "".join([f"  est {e['est_ms']:.1f} ms" if e.get("est_ms") is not None else "",
-                            f"  cpu {e['cpu_ms']:.1f} ms" if e.get("cpu_ms") is not None else "",
+                            f"  cpu {e['cpu_ms']:.1f} ms (2 threads, wall)" if e.get("cpu_ms") is not None else "",
+                            f" / {e['cpu1_ms']:.1f} ms (1 thread, CPU time)" if e.get("cpu1_ms") is not None else "",
                             f"  cpu error: {e['cpu_error']}" if e.get("cpu_error") else ""])
             typer.echo(f"  {size:<8} {e['from']}{': ' + glob if glob else ''}{'  (recomputed: ' + rec + ')' if rec else ''}")
             typer.echo(f"           inputs {inputs}{cost}")

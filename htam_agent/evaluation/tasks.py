@@ -326,7 +326,8 @@ def describe_sizes(path: Path | str, refresh: bool = False) -> dict[str, Any]:
             entry.update({"from": "derived", "globals": {k: v[1] for k, v in rec["changed"].items()},
                           "recomputed": {k: v for k, v in _sizes.decode(rec["overrides"]).items()
                                          if k not in rec["changed"]},
-                          "est_ms": rec["est_ms"], "cpu_ms": rec["cpu_ms"], "cpu_error": rec["cpu_error"],
+                          "est_ms": rec["est_ms"], "cpu_ms": rec["cpu_ms"], "cpu1_ms": rec.get("cpu1_ms"),
+                          "cpu_error": rec["cpu_error"],
                           "checked_on": rec["mode"], "why": rec["why"]})
         try:
             t = task if size == "default" else task.at_size(size)
