@@ -127,12 +127,14 @@ class HTAMemory:
         key = state.key if isinstance(state, MemoryState) else state
         steps = as_history(history)
         self._check_directions(s.direction for s in steps)
-        counts = None
+        counts, features = None, frozenset[str]()
         if isinstance(state, MemoryState):
             exclude = task.excluded_strategies(key) if task else {}
             counts = count_fitting(self.strategies(), state, key.backend, exclude)
+            features = state.features
         ranked = score_directions(self.catalog.directions, key, steps, self.transitions.index(),
-                                  policy or self.policy, seed, task=task, strategy_counts=counts)
+                                  policy or self.policy, seed, task=task, strategy_counts=counts,
+                                  features=features)
         return ranked[:top] if top else ranked
 
     def retrieve_strategies(self, direction: str | None, state: MemoryState, backend: str | None = None,

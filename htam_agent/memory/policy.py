@@ -14,7 +14,10 @@ of states of the same operator class (weighted by bottleneck/status/backend simi
 related-class estimate, which is itself shrunk toward zero (the priors) and down-weighted:
 
     value = (R_same + k * v_related) / (n_same + k),   v_related = w_related * R_rel / (n_rel + k)
+                                                                  + w_feature * R_feat / (n_feat + k)
 
+where, for a generic class (fused, model, other), "feat" pools the classes its reference contains (a GEMM + GELU
+chain learns from elementwise and matmul tasks more than from unrelated ones)
 with rewards on a saturated log scale (schema.reward_of: x32 counts 0.69, x2 0.53). So no evidence means zero
 (an empty memory ranks by the priors), one outlier moves its own class by a bounded amount, and another class's
 outcomes move this one only a little. Pure function of its inputs; the seed only breaks exact ties.
@@ -56,6 +59,9 @@ class PolicyConfig:
     shrinkage: float = 3.0
     #: how much another operator class's experience may count (after its own shrinkage); 0: classes never mix
     w_related: float = 0.3
+    #: for a generic class (fused, model, other): how much the experience of the classes its reference contains
+    #: may count (after its own shrinkage)
+    w_feature: float = 0.6
     min_similarity: float = 0.05
     tie_jitter: float = 1e-6
 
@@ -65,9 +71,13 @@ def value_of(n: float, sum_reward: float, shrinkage: float) -> float:
     return float(sum_reward / (n + shrinkage)) if n > 0 else 0.0
 
 
-def tiered_value(same: np.ndarray, related: np.ndarray, cfg: PolicyConfig) -> float:
-    """Class-first estimate (module docstring) from two field vectors: same-class and related-class pools."""
+def tiered_value(same: np.ndarray, related: np.ndarray, cfg: PolicyConfig,
+                 feature: np.ndarray | None = None) -> float:
+    """Class-first estimate (module docstring) from field vectors: the same-class pool, shrunk toward the
+    (down-weighted, separately shrunk) feature-class and related-class pools."""
     v_rel = cfg.w_related * value_of(float(related[_N]), float(related[_REWARD]), cfg.shrinkage)
+    if feature is not None:
+        v_rel += cfg.w_feature * value_of(float(feature[_N]), float(feature[_REWARD]), cfg.shrinkage)
     n = float(same[_N])
     return float((same[_REWARD] + cfg.shrinkage * v_rel) / (n + cfg.shrinkage))
 
@@ -139,11 +149,13 @@ def score_directions(
     seed: int = 0,
     task: TaskMemory | None = None,
     strategy_counts: Mapping[str, tuple[int, int]] | None = None,
+    features: frozenset[str] = frozenset(),
 ) -> list[ScoredDirection]:
     """Rank all directions, best first, each with its score components, a reason and a short evidence summary.
 
     ``task`` is what this task has done so far (no-repeat rules); ``strategy_counts`` maps a direction to
-    (strategies that fit this state, those of them not excluded by ``task``)."""
+    (strategies that fit this state, those of them not excluded by ``task``); ``features`` are the operator classes
+    the reference contains (for a fused chain or a model, their experience stands in for the class's own)."""
     cfg = config or PolicyConfig()
     recent = list(reversed(history))[: max(1, cfg.history_len)]  # recent[0] = latest step
     sources = [(s.direction, cfg.history_decay ** i) for i, s in enumerate(recent)] or [(START, 1.0)]
@@ -154,9 +166,9 @@ def score_directions(
     # [source, target, field]: every edge pooled over same-class and related-class states, two products
     have = index is not None and bool(index.nodes)
     if have:
-        same_w, rel_w = class_split(kt, cfg.min_similarity)
-        p_same, p_rel = index.pooled(same_w), index.pooled(rel_w)  # type: ignore[union-attr]
-        into_same, into_rel = p_same.sum(axis=0), p_rel.sum(axis=0)  # [target, field]: any source
+        same_w, feat_w, rel_w = class_split(kt, cfg.min_similarity, features)
+        p_same, p_feat, p_rel = (index.pooled(w) for w in (same_w, feat_w, rel_w))  # type: ignore[union-attr]
+        into_same, into_feat, into_rel = p_same.sum(axis=0), p_feat.sum(axis=0), p_rel.sum(axis=0)
         exact = key_mask(op_class=key.op_class, backend=key.backend)
         into_class = index.pooled(exact.astype(float)).sum(axis=0)  # type: ignore[union-attr]
     pos = index.position if index is not None else (lambda _name: None)
@@ -164,7 +176,7 @@ def score_directions(
     def target_n(j: int | None) -> float:
         if not have or j is None:
             return 0.0
-        return float(into_same[j, _N] + cfg.w_related * into_rel[j, _N])
+        return float(into_same[j, _N] + cfg.w_feature * into_feat[j, _N] + cfg.w_related * into_rel[j, _N])
 
     n_total = sum(target_n(pos(d.id)) for d in directions)
     out: list[ScoredDirection] = []
@@ -181,17 +193,18 @@ def score_directions(
         if have and j is not None:
             for p_i, (src, alpha) in enumerate(sources):
                 i = pos(src)
-                if i is None or p_same[i, j, _N] + p_rel[i, j, _N] <= 0:
+                if i is None or p_same[i, j, _N] + p_feat[i, j, _N] + p_rel[i, j, _N] <= 0:
                     continue
-                v = tiered_value(p_same[i, j], p_rel[i, j], cfg)
+                v = tiered_value(p_same[i, j], p_rel[i, j], cfg, p_feat[i, j])
                 edge_val += alpha / total_alpha * v
                 evidence += float(p_same[i, j, _N])
                 when = "at the start" if src == START else f"after {src}" + (
                     " (latest)" if p_i == 0 else f" ({p_i + 1} steps back)")
-                reasons.append(f"{when}: same class {describe_stats(stats_of(p_same[i, j]))}; "
-                               f"related classes {float(p_rel[i, j, _N]):.2f} weighted tries -> {v:+.2f}")
-            if into_same[j, _N] + into_rel[j, _N] > 0:
-                similar_val = tiered_value(into_same[j], into_rel[j], cfg)
+                reasons.append(f"{when}: same class {describe_stats(stats_of(p_same[i, j]))}; its parts' classes "
+                               f"{float(p_feat[i, j, _N]):.2f}, related classes {float(p_rel[i, j, _N]):.2f} "
+                               f"weighted tries -> {v:+.2f}")
+            if into_same[j, _N] + into_feat[j, _N] + into_rel[j, _N] > 0:
+                similar_val = tiered_value(into_same[j], into_rel[j], cfg, into_feat[j])
                 reasons.append(f"any path: same class {describe_stats(stats_of(into_same[j]))} -> {similar_val:+.2f}")
             summary.append(_class_record(into_class[j], key.op_class, key.backend))
         else:

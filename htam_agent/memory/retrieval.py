@@ -71,7 +71,7 @@ def retrieve_strategies(
                 if h.id not in have:
                     have.add(h.id)
                     hits.append((h, True))
-    same_w, rel_w = class_split(key.as_tuple(), policy.min_similarity)
+    same_w, feat_w, rel_w = class_split(key.as_tuple(), policy.min_similarity, state.features)
     out: list[RetrievedStrategy] = []
     for hit, relaxed in hits:
         s = strategies.get(hit.id)
@@ -83,7 +83,7 @@ def retrieve_strategies(
         elif not s.fits(key.op_class, backend, state.features):
             continue
         same, related = index.strategy_pooled(s.id, same_w), index.strategy_pooled(s.id, rel_w)
-        outcome = tiered_value(_vec(same), _vec(related), policy)
+        outcome = tiered_value(_vec(same), _vec(related), policy, _vec(index.strategy_pooled(s.id, feat_w)))
         bonus = config.bottleneck_bonus if key.bottleneck in s.applicability.bottlenecks else 0.0
         score = (config.w_similarity * hit.similarity + config.w_outcome * outcome + bonus
                  - (config.relaxed_penalty if relaxed else 0.0))

@@ -21,6 +21,7 @@ from .schema import (
     BOTTLENECKS,
     FAIL_REWARD,
     FAILING_STATUSES,
+    GENERIC_CLASSES,
     IMPROVE_EPS,
     OP_CLASSES,
     REWARD_CLIP,
@@ -112,24 +113,39 @@ def similarity_vector(key: KeyT, min_similarity: float = 0.0) -> np.ndarray:
 
 
 _OP_PART = _KEY_PARTS[:, 0]
-_SPLIT_CACHE: dict[tuple[KeyT, float], tuple[np.ndarray, np.ndarray]] = {}
+_SPLIT_CACHE: dict[tuple[KeyT, float, frozenset[str]], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+#: How alike a generic-class task is to a task of one of the classes it contains (a GEMM + GELU epilogue and an
+#: elementwise GELU share the epilogue's memory traffic, not the GEMM).
+FEATURE_AFFINITY = 0.7
 
 
-def class_split(key: KeyT, min_similarity: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """(same, related): the similarity vector split into keys of the same operator class and keys of other
-    classes, the latter weighted by the squared class affinity. Experience is pooled class first: another class's
-    outcomes only shape the estimate through a small, separately shrunk term (policy.py), so a burst of results in
-    one class cannot decide the choice in another."""
-    got = _SPLIT_CACHE.get((key, min_similarity))
+def class_split(key: KeyT, min_similarity: float = 0.0,
+                features: frozenset[str] = frozenset()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(same, feature, related): the similarity vector split into keys of the same operator class; for a generic
+    class (fused, model, other), keys of the classes its reference contains (``features``), at FEATURE_AFFINITY;
+    and keys of other classes, weighted by the squared class affinity. Experience is pooled class first: the
+    other two only shape the estimate through small, separately shrunk terms (policy.py), so a burst of results
+    in one class cannot decide the choice in another."""
+    feats = frozenset(features) - GENERIC_CLASSES if key[0] in GENERIC_CLASSES else frozenset()
+    got = _SPLIT_CACHE.get((key, min_similarity, feats))
     if got is None:
         sim = similarity_vector(key, min_similarity)
         same_mask = _OP_PART == OP_CLASSES.index(key[0])
         same = np.where(same_mask, sim, 0.0)
         aff = _TABLES[0][OP_CLASSES.index(key[0])][_OP_PART]  # affinity of each key's class to this one
-        related = np.where(same_mask, 0.0, sim * aff)  # sim already holds one factor of the affinity
-        same.setflags(write=False)
-        related.setflags(write=False)
-        got = _SPLIT_CACHE[(key, min_similarity)] = (same, related)
+        feat_mask = np.isin(_OP_PART, [OP_CLASSES.index(f) for f in feats]) & ~same_mask
+        if feats:  # bottleneck, status and backend similarity as usual; the class factor is FEATURE_AFFINITY
+            rest = (_TABLES[1][BOTTLENECKS.index(key[1])][_KEY_PARTS[:, 1]]
+                    * _TABLES[2][STATUSES.index(key[2])][_KEY_PARTS[:, 2]]
+                    * _TABLES[3][BACKENDS.index(key[3])][_KEY_PARTS[:, 3]])
+            feature = np.where(feat_mask, rest * FEATURE_AFFINITY ** 2, 0.0)
+            feature[feature < min_similarity] = 0.0
+        else:
+            feature = np.zeros(len(KEYS))
+        related = np.where(same_mask | feat_mask, 0.0, sim * aff)  # sim already holds one factor of the affinity
+        for v in (same, feature, related):
+            v.setflags(write=False)
+        got = _SPLIT_CACHE[(key, min_similarity, feats)] = (same, feature, related)
     return got
 
 

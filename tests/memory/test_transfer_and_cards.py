@@ -57,8 +57,12 @@ def test_one_32x_layernorm_outlier_does_not_decide_other_classes(mem, tmp_path):
         ranked = mem.select_directions(s)
         assert ranked[0].id == before[name] != PM, name
         pm = next(r for r in ranked if r.id == PM)
-        # what the outlier adds to another class is bounded far below the gap between seed priors
-        assert pm.components["transition"] + pm.components["similar"] < 0.02, (name, pm.components)
+        added = pm.components["transition"] + pm.components["similar"]
+        if "normalization" in s.features:  # conv + GroupNorm holds a norm: the outlier counts a little
+            fresh_scores = {r.id: r.score for r in fresh.select_directions(s)}
+            assert 0 < added < 0.75 * (fresh_scores[before[name]] - fresh_scores[PM]), (name, pm.components)
+        else:  # what the outlier adds to an unrelated class is bounded far below the gap between seed priors
+            assert added < 0.02, (name, pm.components)
     # within its own class the outlier counts, but as a saturated log gain shrunk toward the prior
     norm = {r.id: r for r in mem.select_directions(st("normalization", features=("normalization",)))}
     learned = norm[PM].components["transition"] + norm[PM].components["similar"]
