@@ -190,7 +190,8 @@ class Lowering:
                     continue
                 dt = _node_dtype(n)
                 self.vals[n] = self.tensor(n.target, shape, dt)
-            elif n.op == "get_attr" and not _has_attr(self.traced.model, n.target):
+            elif n.op == "get_attr" and (n.target.startswith("_tensor_constant")
+                                         or not _has_attr(self.traced.model, n.target)):
                 # a tensor FX folded out of forward (torch.tensor(self.value)): a scalar read back at run time
                 a, b = _fetch(self.gm, n.target), _fetch(self.traced.alt, alt.target)
                 if getattr(a, "numel", lambda: 0)() != 1 or getattr(b, "numel", lambda: 0)() != 1:
@@ -534,9 +535,10 @@ class Lowering:
     def _producer(self, call: str, shape: Any, nobias: str = "", bias: str = "", bias_shape: Any = None) -> E:
         if shape is None:
             raise LowerError("the GEMM/convolution output has no known shape")
-        self.prefix_lines.append(f"        y = {call}  # GEMM/convolution stays in PyTorch")
-        self.prefix_nobias.append(f"        y = {nobias or call}  # GEMM/convolution stays in PyTorch")
-        y = self.tensor("y", shape)
+        # `_y`, not `y`: a forward argument may be called y (KernelBench level 2, 28)
+        self.prefix_lines.append(f"        _y = {call}  # GEMM/convolution stays in PyTorch")
+        self.prefix_nobias.append(f"        _y = {nobias or call}  # GEMM/convolution stays in PyTorch")
+        y = self.tensor("_y", shape)
         self.prefix_tensor = y.val
         if bias:
             self.has_bias = True

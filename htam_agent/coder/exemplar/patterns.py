@@ -461,6 +461,8 @@ def recognize(task_source: str, task_name: str = "task") -> Pattern:
     init_source, imports = _init_and_imports(task_name, task_source)
     common = {"forward_args": tuple(fwd_args), "init_source": init_source, "imports": imports}
     try:
+        if "y" in fwd_args:  # the fixed patterns call the GEMM/conv output y
+            raise unsupported(task_name, "a forward argument named y")
         canons = [_canon(task_name, n, a, traced, table) for n, a in compute]
         ops = [c.op for c in canons]
         if "matmul" in ops:

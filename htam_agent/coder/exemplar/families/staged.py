@@ -38,7 +38,7 @@ def _has(p: Program, kind: str, ops: tuple[str, ...] = ()) -> bool:
 def _bias_movable(p: Program) -> bool:
     if not p.prefix_has_bias or p.prefix_tensor < 0:
         return False
-    return not any(t.expr.startswith("y.") for t in p.tensors)
+    return not any(t.expr.startswith("_y.") for t in p.tensors)
 
 
 def space(pattern: Pattern, backend: str) -> dict[str, tuple[Any, ...]]:
@@ -52,7 +52,7 @@ def space(pattern: Pattern, backend: str) -> dict[str, tuple[Any, ...]]:
         s = {"block": (256, 128, 512)}
         if reducing:
             s["mapping"] = ("auto", "thread", "warp", "block")
-        if _has(p, "reduce"):
+        if _has(p, "reduce") or _has(p, "norm"):
             s["split"] = (True, False)
         if _has(p, "map") or _has(p, "pool"):
             s["unroll"] = (1, 4)
@@ -342,7 +342,8 @@ def _pool_geom(shape, nd, kernel, stride, padding, dilation, ceil):
     pad = 3 - nd
     geo = [(1,) * pad + ins, (1,) * pad + tuple(outs), (1,) * pad + k, (1,) * pad + s, (0,) * pad + p,
            (1,) * pad + d]
-    return tuple(shape[:-nd]) + tuple(outs), [int(v) for g in geo for v in g]
+    magics = [v for o in reversed(geo[1]) for v in _magic(o)]
+    return tuple(shape[:-nd]) + tuple(outs), [int(v) for g in geo for v in g] + magics
 
 
 def _check_n(*ns):
@@ -416,8 +417,6 @@ DEV double st_var(St s) {
 }
 
 // flat input index of reduced element r of output k: form A is [K / K2, R, K2]; form B is [R / R2, K, R2]
-DEV unsigned int fdiv(unsigned int n, unsigned int m, int s) { return (UMULHI(n, m) + n) >> s; }
-
 // K2m/K2s: magic multiplier and shift of K2 (fdiv), so the index costs no integer division
 #define red_idx(k, r, K, R, K2, formB) red_idx_(k, r, K, R, K2, formB, K2m, K2s)
 DEV long long red_idx_(long long k, long long r, long long K, long long R, long long K2, int formB, int K2m, int K2s) {
@@ -434,6 +433,8 @@ _CUDA_HEAD = r'''#define DEV __device__ __forceinline__
 #define LD(p, i) ((float)(p)[i])
 #define D_INF __longlong_as_double(0x7ff0000000000000LL)
 #define UMULHI(a, b) __umulhi(a, b)
+// n / d for 0 <= n < 2**31, with (m, s) = _magic(d) computed by the launcher: no integer division on the GPU
+DEV unsigned int fdiv(unsigned int n, unsigned int m, int s) { return (UMULHI(n, m) + n) >> s; }
 #define F_NEG_INF __int_as_float(0xff800000)
 #define IMIN(a, b) ((a) < (b) ? (a) : (b))
 '''
@@ -630,6 +631,71 @@ extern "C" __global__ void __launch_bounds__(NT) k_norm({sig}) {{
     }}
 }}
 """
+            # few long rows: partial statistics over chunks (k_npart), combined per row (k_nfin), then one
+            # elementwise pass over every element (k_napply) instead of one block per row
+            ssig = ", ".join(["float* __restrict__ out"] + prm + ["double eps", "St* __restrict__ ws",
+                                                                 "float* __restrict__ stats", "int K", "int R", "int K2",
+                                                                 "int formB", "int K2m", "int K2s", "int P", "int Rm",
+                                                                 "int Rs"])
+            if op == 7:
+                fin2 = ("    stats[2 * k] = (float)s.a;\n"
+                        + ("    stats[2 * k + 1] = (float)(1.0 / s.b);\n" if so == "softmax"
+                           else "    stats[2 * k + 1] = (float)(s.a + log(s.b));\n"))
+                app = ("const float m = stats[2 * k], inv = stats[2 * k + 1];" if so == "softmax"
+                       else "const float lse = stats[2 * k + 1];")
+            else:
+                fin2 = ("    stats[2 * k] = (float)st_fin(s, 8, R, shift);\n"
+                        "    stats[2 * k + 1] = (float)(1.0 / sqrt(st_var(s) + eps));\n")
+                app = "const float meanf = stats[2 * k], rstd = stats[2 * k + 1];"
+            src += f"""
+extern "C" __global__ void __launch_bounds__(NT) k_npart({ssig}) {{
+{chr(10).join(_scalars(em))}
+{chr(10).join(lam)}
+    __shared__ St sh[32];
+    const long long unit = blockIdx.x, k = unit % K, part = unit / K;
+    const long long chunk = (R + P - 1) / P;
+    const long long r0 = part * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
+    const double shift = OP == 8 ? (double)IN(red_idx(k, 0, K, R, K2, formB)) : 0.0;
+    St s = st_id(OP);
+    for (long long r = r0 + threadIdx.x; r < r1; r += NT) st_upd(s, OP, IN(red_idx(k, r, K, R, K2, formB)), r, shift);
+    s = warp_red(s, OP);
+    const int w = threadIdx.x >> 5, l = threadIdx.x & 31;
+    if (l == 0) sh[w] = s;
+    __syncthreads();
+    if (w == 0) {{
+        s = l < NT / 32 ? sh[l] : st_id(OP);
+        s = warp_red(s, OP);
+        if (l == 0) ws[unit] = s;
+    }}
+}}
+
+extern "C" __global__ void __launch_bounds__(NT) k_nfin({ssig}) {{
+{chr(10).join(_scalars(em))}
+{chr(10).join(lam)}
+    const long long k = (long long)blockIdx.x * (NT / 32) + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    if (k >= K) return;
+    const double shift = OP == 8 ? (double)IN(red_idx(k, 0, K, R, K2, formB)) : 0.0;
+    St s = st_id(OP);
+    for (long long q = lane; q < P; q += 32) s = st_comb(s, ws[q * K + k], OP);
+    s = warp_red(s, OP);
+    if (lane != 0) return;
+{fin2}}}
+
+extern "C" __global__ void __launch_bounds__(NT) k_napply({ssig}) {{
+{chr(10).join(_scalars(em))}
+{chr(10).join(lam)}
+    const long long total = (long long)K * R;
+    for (long long t = (long long)blockIdx.x * NT + threadIdx.x; t < total; t += (long long)gridDim.x * NT) {{
+        const unsigned int kq = fdiv((unsigned int)t, (unsigned int)Rm, Rs);
+        const long long k = kq, r = t - (long long)kq * R;
+        const long long i = red_idx(k, r, K, R, K2, formB);
+        {app}
+        const float x = IN(i);
+        out[i] = POST(i, {val});
+    }}
+}}
+"""
             kernels.append(("k_norm", src))
         else:  # scan
             rev = bool(stage.params.get("reverse"))
@@ -728,12 +794,12 @@ extern "C" __global__ void __launch_bounds__(NT) k_pool({sig}) {{
 
 
 _POOL_INTS = ("ID", "IH", "IW", "OD", "OH", "OW", "KD", "KH", "KW", "SD", "SH", "SW", "PD", "PH", "PW",
-              "DD", "DH", "DW")
-_POOL_BODY = """        long long q = o;
-        const int ow = (int)(q % OW); q /= OW;
-        const int oh = (int)(q % OH); q /= OH;
-        const int od = (int)(q % OD); q /= OD;
-        const long long plane = q * (long long)ID * IH * IW;
+              "DD", "DH", "DW", "OWm", "OWs", "OHm", "OHs", "ODm", "ODs")
+_POOL_BODY = """        unsigned int q = (unsigned int)o, q1;
+        q1 = fdiv(q, (unsigned int)OWm, OWs); const int ow = (int)(q - q1 * (unsigned int)OW); q = q1;
+        q1 = fdiv(q, (unsigned int)OHm, OHs); const int oh = (int)(q - q1 * (unsigned int)OH); q = q1;
+        q1 = fdiv(q, (unsigned int)ODm, ODs); const int od = (int)(q - q1 * (unsigned int)OD); q = q1;
+        const long long plane = (long long)q * ID * IH * IW;
         int d0 = od * SD - PD, h0 = oh * SH - PH, w0 = ow * SW - PW;
         const int d1 = IMIN(d0 + (KD - 1) * DD + 1, ID + PD), h1 = IMIN(h0 + (KH - 1) * DH + 1, IH + PH),
                   w1 = IMIN(w0 + (KW - 1) * DW + 1, IW + PW);
@@ -864,10 +930,22 @@ def _cuda_launch(stage: Stage, k: int, knobs: Knobs) -> list[str]:
         return lines
     per_block = f"({nt} // g)"
     if kind == "norm":
+        form_b = int(stage.params.get("form") == "B")
+        lines += ["    eps = float(P[1]) if len(P) > 1 else 0.0"]
+        if knobs.get("split", True):
+            lines += ["    if K < sms * 2 and R >= 65536 and K * R < 2**31:",
+                      "        parts = max(1, min(R // 8192, (sms * 4 + K - 1) // K, 1024))",
+                      "        ws = torch.empty((K * parts * 32 + 1,), device=dev, dtype=torch.uint8)",
+                      "        stats = torch.empty((2 * K,), device=dev, dtype=torch.float32)",
+                      f"        a = [out, *T, *sargs, *eargs, eps, ws, stats, K, R, K2, {form_b}, *_magic(K2), parts, *_magic(R)]",
+                      f"        _kernel({k}, 'k_npart', {nt})(grid=(K * parts, 1, 1), block=({nt}, 1, 1), args=a)",
+                      f"        _kernel({k}, 'k_nfin', 32)(grid=((K + {nt // 32 - 1}) // {nt // 32}, 1, 1), block=({nt}, 1, 1), args=a)",
+                      f"        blocks = min((K * R + {nt - 1}) // {nt}, sms * 16)",
+                      f"        _kernel({k}, 'k_napply', 1)(grid=(blocks, 1, 1), block=({nt}, 1, 1), args=a)",
+                      "        return out"]
         lines += [f"    blocks = (K + {per_block} - 1) // {per_block}",
-                  "    eps = float(P[1]) if len(P) > 1 else 0.0",
                   f"    _kernel({k}, 'k_norm', g)(grid=(blocks, 1, 1), block=({nt}, 1, 1), "
-                  f"args=[out, *T, *sargs, *eargs, eps, K, R, K2, {int(stage.params.get('form') == 'B')}, *_magic(K2)])"]
+                  f"args=[out, *T, *sargs, *eargs, eps, K, R, K2, {form_b}, *_magic(K2)])"]
         return lines
     bn = stage.params.get("op") == "meanvar"
     form_b = int(stage.params.get("form") == "B")
@@ -941,6 +1019,7 @@ _CPP_HEAD = r'''#include <torch/extension.h>
 #define LD(p, i) ((float)(p)[i])
 #define D_INF std::numeric_limits<double>::infinity()
 #define UMULHI(a, b) ((unsigned int)(((unsigned long long)(a) * (unsigned long long)(b)) >> 32))
+DEV unsigned int fdiv(unsigned int n, unsigned int m, int s) { return (UMULHI(n, m) + n) >> s; }
 #define F_NEG_INF (-std::numeric_limits<float>::infinity())
 #define IMIN(a, b) ((a) < (b) ? (a) : (b))
 #define EXPF std::exp
@@ -978,8 +1057,8 @@ def _cpp_stage(program: Program, stage: Stage, k: int, knobs: Knobs) -> tuple[st
         is_max = stage.params["op"] == "max"
         names = ", ".join(f"{nm} = (int)I[{j}]" for j, nm in enumerate(_POOL_INTS))
         body = f"""    const int {names};
-    const int include_pad = (int)I[18], divisor = (int)I[19];
-    const int64_t n = I[20];
+    const int include_pad = (int)I[24], divisor = (int)I[25];
+    const int64_t n = I[26];
     float* __restrict__ out = outt.data_ptr<float>();
     #pragma omp parallel for schedule(static)
     for (int64_t o = 0; o < n; ++o) {{
