@@ -223,6 +223,7 @@ def run_trials(run: Run, task: Any, ref: Any, slot: str, trials: list[tuple[str,
         sb.ask("release", run.left(), ids=["t1", "t2"], poison=run.checks)
         sb.free(ids + ids2, run.left())
         del ref_out, pristine
+        free_cached(run)
         if not res.passed:
             v["failed_check"] = res.check
             return False
@@ -319,41 +320,44 @@ def time_candidate(run: Run, plan: timing.TimingPlan, recheck: bool, calibration
                    n_snapshots: int = 1, every_set: bool = False) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """Time the candidate one call at a time on rotating input sets; re-check chosen timed outputs.
 
-    The checker owns each set twice: the sandbox's buffers (which it writes) and a private mirror. Before
-    every call a few scattered elements change in both (no two calls see the same input); which calls are
-    re-checked is drawn here in advance and revealed to the sandbox only after the call returned. A chosen
-    output is taken right after its call (at return) and again at the end (afterwards).
+    The sets live in the sandbox's buffers, which the checker writes: before every call a few scattered
+    elements change (no two calls see the same input). The checker keeps no copy: it remembers each set's
+    seed and every change made to it, and rebuilds the exact inputs of a re-checked call from them. Which
+    calls are re-checked is drawn here in advance and revealed to the sandbox only after the call returned;
+    a chosen output is taken right after its call (at return) and again at the end (afterwards).
     """
     sb, device = run.sb, run.device
-    first = inp.make_inputs(run.task, device, run.seed + 100, "task")
-    n = fits_sets(first, device, n_sets)
-    sets = [first] + [inp.make_inputs(run.task, device, run.seed + 100 + i, "task") for i in range(1, n)]
-    uploaded = [sb.upload(s, run.left()) for s in sets]
+
+    def draw(s: int) -> list[Any]:
+        return inp.make_inputs(run.task, device, run.seed + 100 + s, "task")
+
+    first = draw(0)
+    n = fits_sets(first, device, n_sets, copies=1)
+    uploaded = [sb.upload(first if s == 0 else draw(s), run.left()) for s in range(n)]
+    del first
+    free_cached(run)
     encs = [e for e, _ in uploaded]
     views = [sb.shared_values(e) for e in encs]
     warm = sb.ask("warmup", run.left(), slot="main", sets=encs, min=plan.min_warmup, seconds=plan.warmup_s)
     est_ms = max(_num(warm.get("est_ms")), 1e-3)
     reps = int(min(plan.max_reps, max(plan.min_reps, plan.target_s * 1e3 / est_ms)))
     gen = torch.Generator().manual_seed(run.seed + 7)
-    chosen: dict[int, list[Any] | None] = {}
+    chosen: set[int] = set()
     if recheck:
         last = n if every_set else 1
-        k = min(n_snapshots, fits_sets(first, device, n_snapshots), max(0, reps - last))
-        picks = torch.randperm(max(reps - last, 1), generator=gen)[:k].tolist() if k else []
-        chosen.update({j: [] for j in picks})
-        chosen.update({j: None for j in range(max(0, reps - last), reps)})
+        k = min(n_snapshots, max(0, reps - last))
+        chosen.update(torch.randperm(max(reps - last, 1), generator=gen)[:k].tolist() if k else [])
+        chosen.update(range(max(0, reps - last), reps))
+    changes: list[list[tuple[int, Any]]] = []  # the perturbation of each call, to rebuild its inputs
     at_return: dict[int, tuple[Any, list[dict[str, Any]], str | None]] = {}
     walls, reported, host = [], [], []
     outliving = 0
     for i in range(reps):
         s = i % n
-        plan_i = inp.perturbation(sets[s], gen)
-        inp.apply_perturbation(sets[s], plan_i)
-        inp.apply_perturbation(views[s], plan_i)
+        changes.append(inp.perturbation(views[s], gen))
+        inp.apply_perturbation(views[s], changes[-1])
         if device.type == "cuda":
             torch.cuda.synchronize()
-        if chosen.get(i) is not None:
-            chosen[i] = inp.clone_inputs(sets[s])
         sb.ask("flush", run.left())
         t0 = time.perf_counter_ns()
         r = sb.ask("timed", run.left(), slot="main", inputs=encs[s])
@@ -369,27 +373,40 @@ def time_candidate(run: Run, plan: timing.TimingPlan, recheck: bool, calibration
     stats = timing.summarize(reported, host, int(warm.get("warmup") or 0)).as_dict()
     problems: list[tuple[str, str]] = []
     for i in sorted(at_return):
-        inputs = chosen[i] if chosen[i] is not None else sets[i % n]
+        inputs = draw(i % n)
+        for j in range(i % n, i + 1, n):
+            inp.apply_perturbation(inputs, changes[j])
         ref_out = reference_outputs(run, run.ref, inputs)
+        del inputs
         out, facts, prob = sb.outputs(sb.request("export", run.left(), out_id=f"timed{i}"))
         now = judge.compare(ref_out, out, facts, device, prob)
-        out, facts, prob = at_return[i]
+        del out
+        out, facts, prob = at_return.pop(i)
         then = judge.compare(ref_out, out, facts, device, prob)
+        del out, ref_out
+        free_cached(run)
         if not now.passed:
             problems.append(("timed_output_mismatch", f"timed call {i} (input set {i % n}): {now.detail}"))
         elif not then.passed:
             problems.append(("work_after_return", f"timed call {i}: its output was incomplete when forward "
                              f"returned and was finished later ({then.detail})"))
-    sb.ask("release", run.left(), ids=[f"timed{i}" for i in at_return], poison=False)
+    sb.ask("release", run.left(), ids=[f"timed{i}" for i in chosen], poison=False)
     if outliving:
         ended = int(sb.ask("threads_ended", run.left()).get("ended") or 0)
         if ended:
             problems.append(("work_after_return", f"{ended} thread(s) started inside timed calls were still "
                              "running when forward returned and ended later"))
+    del views
     for _, ids in uploaded:
         sb.free(ids, run.left())
     wall.judge(run.verdict, device.type)
     return stats, problems
+
+
+def free_cached(run: Run) -> None:
+    """Give the checker's cached GPU blocks back: the sandbox allocates from the same device."""
+    if run.device.type == "cuda":
+        torch.cuda.empty_cache()
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -82,14 +82,13 @@ CPP_CHEATS: list[Cheat] = [
     _c("cpp/p05_lazy_subclass.py", "norm_softmax", 5, "not_a_plain_tensor"),
     _c("cpp/p05_workspace_view.py", "elementwise_leaky_relu", 5, "aliased_output"),
     _c("cpp/p06_timer_perf_counter_shim.py", "elementwise_leaky_relu", 6, "timer_tampering"),
-    _c("cpp/p06_patch_compare_outputs.py", "matmul_square", 6, "timer_tampering"),
-    _c("cpp/p06_tolerance_table.py", "matmul_square", 6, "timer_tampering"),
-    _c("cpp/p06_disable_tamper_check.py", "norm_softmax", 6, "timer_tampering"),
-    _c("cpp/p06_statistics_median.py", "elementwise_leaky_relu", 6, "timer_tampering"),
+    _c("cpp/p06_patch_compare_outputs.py", "matmul_square", 6, *VALUES, "timer_tampering"),
+    _c("cpp/p06_tolerance_table.py", "matmul_square", 6, *VALUES, "timer_tampering"),
+    _c("cpp/p06_disable_tamper_check.py", "norm_softmax", 6, *VALUES, "timer_tampering"),
     _c("cpp/p06_cpu_timer_class.py", "elementwise_leaky_relu", 6, "timer_tampering"),
-    _c("cpp/p06_tensor_operator_patch.py", "norm_softmax", 6, "timer_tampering"),
-    _c("cpp/p07_gc_reference_model.py", "fused_gemm_bias_gelu", 7, "reference_ops"),
-    _c("cpp/p07_job_file.py", "norm_softmax", 7, "reference_ops"),
+    _c("cpp/p06_tensor_operator_patch.py", "norm_softmax", 6, *VALUES, "timer_tampering"),
+    _c("cpp/p07_gc_reference_model.py", "fused_gemm_bias_gelu", 7, *VALUES, "reference_ops"),
+    _c("cpp/p07_job_file.py", "norm_softmax", 7, *VALUES, "reference_ops"),
     _c("cpp/p08_cache_data_ptr.py", "norm_softmax", 8, *VALUES, "aliased_output", "timed_output_mismatch",
        "faster_than_roofline"),
     _c("cpp/p08_cache_ptr_fingerprint.py", "matmul_square", 8, "faster_than_roofline"),
@@ -149,6 +148,12 @@ CPP_CHEATS: list[Cheat] = [
     _c("cpp/p19_signal_checker.py", "elementwise_leaky_relu", 19, *VALUES),
 ]
 
+# Cheats the trust boundary made harmless: what they patch lives in the checker now, so they are honest
+# kernels and must be accepted with their true times (tests/cheats/test_trust_boundary.py).
+NEUTRALISED: list[Cheat] = [
+    _c("cpp/p06_statistics_median.py", "elementwise_leaky_relu", 6),
+]
+
 HONEST: list[Honest] = [
     Honest("honest/h01_gemm_torch_epilogue_kernel.py", "fused_gemm_bias_gelu"),
     Honest("honest/h02_lazy_compiled_kernel_cache.py", "norm_softmax"),
@@ -180,7 +185,8 @@ GPU_CHEATS: list[Cheat] = [
     _c("cuda/c05_lazy_subclass.py", "norm_softmax", 5, "not_a_plain_tensor", backend="cuda", size="small"),
     _c("cuda/c06_event_elapsed_time.py", "elementwise_leaky_relu", 6, "timer_tampering", backend="cuda", size="small"),
     _c("cuda/c06_synchronize_noop.py", "elementwise_leaky_relu", 6, "timer_tampering", backend="cuda", size="small"),
-    _c("cuda/c07_gc_reference_model.py", "fused_gemm_bias_gelu", 7, "reference_ops", backend="cuda", size="small"),
+    _c("cuda/c07_gc_reference_model.py", "fused_gemm_bias_gelu", 7, *VALUES, "reference_ops", backend="cuda",
+       size="small"),
     _c("cuda/c08_cache_ptr_fingerprint.py", "matmul_square", 8, "timed_output_mismatch", "kernel_not_used",
        backend="cuda", size="small"),
     _c("cuda/c10_torch_softmax.py", "norm_softmax", 10, "no_kernel_launched", "reference_ops", backend="cuda",

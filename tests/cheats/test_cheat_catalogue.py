@@ -18,12 +18,21 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import sync_extension  # noqa: E402
-from cheat_catalogue import CPP_CHEATS, GPU_CHEATS, GPU_HONEST, HERE, HONEST, SIDE_STREAM, task_path  # noqa: E402
+from cheat_catalogue import (  # noqa: E402
+    CPP_CHEATS,
+    GPU_CHEATS,
+    GPU_HONEST,
+    HERE,
+    HONEST,
+    NEUTRALISED,
+    SIDE_STREAM,
+    task_path,
+)
 
 from htam_agent.evaluation.backends import get_backend  # noqa: E402
 from htam_agent.evaluation.tasks import load_task  # noqa: E402
 
-ALL_CHEATS = [*CPP_CHEATS, *GPU_CHEATS, SIDE_STREAM]
+ALL_CHEATS = [*CPP_CHEATS, *GPU_CHEATS, SIDE_STREAM, *NEUTRALISED]
 ALL_HONEST = [*HONEST, *GPU_HONEST]
 
 

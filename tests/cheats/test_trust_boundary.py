@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cheat_catalogue import HERE, task_path  # noqa: E402
+from cheat_catalogue import HERE, NEUTRALISED, task_path  # noqa: E402
 
 from htam_agent.evaluation import containment  # noqa: E402
 from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator  # noqa: E402
@@ -82,3 +82,15 @@ def test_honest_verdict_carries_the_boundary_facts(build_root):
     assert v["wall_clock"]["reported_median_ms"] <= v["wall_clock"]["checker_median_ms"]
     if containment.landlock_abi() >= 1:
         assert v["sandbox"]["confinement"].startswith("landlock")
+
+
+@pytest.mark.parametrize("cheat", NEUTRALISED, ids=lambda c: c.id)
+def test_neutralised_cheats_are_honest_kernels_with_their_true_times(build_root, cheat):
+    """What these patch (the statistics, for one) lives in the checker: the kernel is accepted, and the
+    time reported agrees with the checker's clock."""
+    opts = EvalOptions(backend="cpp", baselines=(), timing=True, timing_plan=TIMING_PLAN, build_root=build_root)
+    v = Evaluator(opts, None).evaluate(Candidate(task_path=str(task_path(cheat.task)), source=cheat.path.read_text()),
+                                       use_store=False)
+    assert v["accepted"], v["reason"]
+    wall = v["wall_clock"]
+    assert wall["reported_median_ms"] >= 0.7 * (wall["checker_median_ms"] - wall["overhead_allowance_ms"])

@@ -24,11 +24,11 @@ import torch
 import torch.nn as nn
 
 SRC = r"""
-extern "C" __global__ void leaky(const float* x, float* y, long long n, int mode) {
+extern "C" __global__ void leaky(const float* x, float* y, int n, int mode, double slope) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (mode == 1 && i == 0) { y[-(1LL << 40)] = 1.0f; }          // illegal address
   if (mode == 2) { while (true) { __nanosleep(1000); } }           // never finishes
-  if (i < n) { float v = x[i]; y[i] = v > 0.f ? v : 0.01f * v; }
+  if (i < n) { float v = x[i]; y[i] = v > 0.f ? v : (float)slope * v; }
 }
 """
 _k = None
@@ -37,6 +37,7 @@ _k = None
 class ModelNew(nn.Module):
     def __init__(self, negative_slope=0.01):
         super().__init__()
+        self.negative_slope = negative_slope
 
     def forward(self, x):
         global _k
@@ -45,7 +46,7 @@ class ModelNew(nn.Module):
         PRE
         y = torch.empty_like(x)
         n = x.numel()
-        _k(grid=((n + 255) // 256, 1, 1), block=(256, 1, 1), args=[x, y, n, MODE])
+        _k(grid=((n + 255) // 256, 1, 1), block=(256, 1, 1), args=[x, y, n, MODE, float(self.negative_slope)])
         return y
 '''
 

@@ -8,6 +8,9 @@ always passes. forward() returns a plain copy of the input through the extension
 nothing). Every check that runs inside the candidate's process and looks itself up by name is switched off.
 What should catch it: keeping the verdict out of the candidate's reach (compare outputs in the parent or a
 separate process; never let the candidate's process decide), or snapshotting the worker module too.
+
+Since the trust boundary the comparison runs in the checker, out of the candidate's reach: the patch changes
+nothing there and the wrong outputs fail the trials (values).
 """
 
 import sys

@@ -5,6 +5,9 @@ always passes, then returns a cheap, wrong result (bf16-rounded operands). A har
 in the candidate's process, through functions the candidate can reach, reports it correct. Caught by
 checking the identity and code of the evaluator's functions after the candidate is loaded
 (timer_tampering), and ultimately by deciding the verdict where the candidate cannot reach.
+
+Since the trust boundary the comparison runs in the checker, out of the candidate's reach: the patch changes
+nothing there and the wrong outputs fail the trials (values).
 """
 
 import sys

@@ -5,6 +5,9 @@ harness uses to summarise its samples) with 0.6 x the minimum. The reported medi
 well above any roofline floor, so the fake speedup looks plausible. What should catch it: snapshot every
 function the timing code calls (statistics, the timer classes), or compute the statistics outside the
 candidate's process.
+
+Since the trust boundary the statistics are computed in the checker: the patch changes nothing and this is
+an honest kernel, accepted with its true time (tests/cheats/test_trust_boundary.py checks both).
 """
 
 import statistics

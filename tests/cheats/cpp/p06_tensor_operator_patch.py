@@ -6,6 +6,9 @@ correctness module: the elementwise test `|out - ref| > tol * scale` then finds 
 output passes. Operators are not public functions (names with double underscores), so a tamper check
 that snapshots only `torch.*` functions and named Tensor methods misses it. What catches it: the
 operators and protocol methods of Tensor in the snapshot of trusted objects (timer_tampering).
+
+Since the trust boundary the comparison runs in the checker, out of the candidate's reach: the patch changes
+nothing there and the wrong outputs fail the trials (values).
 """
 
 import sys

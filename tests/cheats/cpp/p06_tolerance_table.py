@@ -5,6 +5,9 @@ Leaves every function of the evaluator in place and instead edits its tolerance 
 significant digits). Function-identity checks see nothing; the relaxed table makes the bf16 result pass.
 What should catch it: a snapshot of the checker's module data too, or (better) comparing outputs in a
 process the candidate cannot reach.
+
+Since the trust boundary the comparison runs in the checker, out of the candidate's reach: the patch changes
+nothing there and the wrong outputs fail the trials (values).
 """
 
 import sys

@@ -2,8 +2,9 @@
 
 At import, reads the job description the harness left in the working directory (job.json, which holds
 the task's source), executes the task file and keeps its reference `Model`; forward() runs it and copies
-the result through the extension. Caught by profiling the forward (reference_ops); ultimately by running
-the candidate where the job file and the task source are not readable.
+the result through the extension; finding no job file, it returns zeros. Caught by running the candidate
+where no job file exists (the sandbox receives the candidate's source and the weights, never the task): the
+zeros fail the trials (values). Before the trust boundary, by profiling the forward (reference_ops).
 """
 
 import json
@@ -413,4 +414,4 @@ class ModelNew(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self._ref is not None:
             return _ext.copy(self._ref(x).contiguous())
-        return _ext.softmax(x.contiguous())
+        return _ext.copy(torch.zeros_like(x))  # nothing to steal: a guess
