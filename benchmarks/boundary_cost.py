@@ -72,19 +72,22 @@ def main() -> None:
             env = dict(os.environ, PYTHONPATH=root)
             cmd = [sys.executable, __file__, "--driver", root, builds[side], "--backend", args.backend,
                    "--repeats", str(args.repeats), "--settle", str(args.settle)] + (["--only", args.only] if args.only else [])
-            out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=root)
-            for line in out.stdout.splitlines():
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                    cwd=root)
+            assert proc.stdout is not None
+            for line in proc.stdout:  # printed as they come: a run cut short still leaves its figures
                 if line.startswith("{"):
                     r = json.loads(line)
                     times[side].setdefault(r["candidate"], []).append(r["seconds"])
                     statuses.setdefault(r["candidate"], set()).add(f"{side}:{r['status']}")
-            if out.returncode:
-                print(out.stderr[-2000:], file=sys.stderr)
+                    print(f"{side} {r['candidate']} {r['seconds']:.2f} s {r['status']}", flush=True)
+            if proc.wait():
+                print(f"{side} driver exited with status {proc.returncode}", file=sys.stderr)
     rows = []
-    for label in sorted(times["new"]):
-        old, new = statistics.median(times["old"].get(label, [float("nan")])), statistics.median(times["new"][label])
+    for label in sorted(set(times["new"]) & set(times["old"])):
+        old, new = statistics.median(times["old"][label]), statistics.median(times["new"][label])
         rows.append({"candidate": label, "old_s": round(old, 3), "new_s": round(new, 3),
-                     "old_spread_s": round(max(times["old"].get(label, [0])) - min(times["old"].get(label, [0])), 3),
+                     "old_spread_s": round(max(times["old"][label]) - min(times["old"][label]), 3),
                      "new_spread_s": round(max(times["new"][label]) - min(times["new"][label]), 3),
                      "change": round(new / old - 1, 4), "statuses": sorted(statuses[label])})
         print(f"{label:44s} old {old:6.2f} s  new {new:6.2f} s  {100 * (new / old - 1):+6.1f}%  "
