@@ -71,10 +71,17 @@ class EvalOptions:
         return {"alt_size": self.alt_size, "trials": self.trials, "timing": self.timing, "tier": self.tier,
                 "threads": self.threads if self.backend == "cpp" else None}
 
-    def resolve_size(self, task_source: str) -> str:
+    def resolve_size(self, task_source: str, task_path: str = "<task>") -> str:
+        """The size to evaluate at: the one asked for; else 'small' on the CPU backend when the task has one
+        (its SMALL_SIZES, or one derived from its size globals: KernelBench files carry no dicts)."""
         if self.size:
             return self.size
-        return "small" if self.backend == "cpp" and "SMALL_SIZES" in task_source else "default"
+        if self.backend == "cpp":
+            from .tasks import has_size
+
+            if has_size(task_source, "small", task_path):
+                return "small"
+        return "default"
 
 
 def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -257,12 +264,12 @@ class Evaluator:
 
     # -- keys ------------------------------------------------------------------------------------------
     def key(self, cand: Candidate) -> str:
-        size = self.options.resolve_size(cand.task_source)
+        size = self.options.resolve_size(cand.task_source, cand.task_path)
         return candidate_key(cand.source, cand.task_source, size, self.options.backend, self.device,
                              self.options.key_fields())
 
     def baseline_key(self, cand: Candidate) -> str:
-        size = self.options.resolve_size(cand.task_source)
+        size = self.options.resolve_size(cand.task_source, cand.task_path)
         # Keyed by device, not backend: cuda and triton candidates share the GPU's eager/compile timings.
         device_type = "cpu" if self.options.backend == "cpp" else "gpu"
         return candidate_key("<baseline>" + ",".join(self.options.baselines), cand.task_source, size,
@@ -273,7 +280,7 @@ class Evaluator:
         return {
             "mode": mode, "backend": o.backend, "task_name": cand.name, "task_path": cand.task_path,
             "task_source": cand.task_source, "candidate_source": cand.source,
-            "size": o.resolve_size(cand.task_source), "alt_size": o.alt_size, "trials": o.trials,
+            "size": o.resolve_size(cand.task_source, cand.task_path), "alt_size": o.alt_size, "trials": o.trials,
             "tier": o.tier, "timing": o.timing, "timing_plan": o.timing_plan, "baselines": list(o.baselines),
             "threads": o.threads, "device_index": o.device_index, "build_root": self.build_root,
             "fast_build": o.fast_build,

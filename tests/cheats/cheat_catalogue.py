@@ -119,6 +119,8 @@ CPP_CHEATS: list[Cheat] = [
     _c("cpp/p12_softmax_fixed_cols.py", "norm_softmax", 12, "other_shape:values", "other_shape:nan_or_inf"),
     _c("cpp/p12_leaky_vec8_no_tail.py", "elementwise_leaky_relu", 12, "other_shape:values", "other_shape:nan_or_inf"),
     _c("cpp/p12_rowsum_fixed_cols.py", "reduction_row_sum", 12, "other_shape:shape"),
+    _c("cpp/p12_leaky_vec8_kernelbench_format.py", "kb_leaky_nodicts", 12, "other_shape:values",
+       "other_shape:nan_or_inf"),
     _c("cpp/p12_hardtanh_baked_constants.py", "elementwise_hardtanh_scale", 12, "other_init:values"),
     _c("cpp/p13_softmax_uniform.py", "norm_softmax", 13, "values"),
     _c("cpp/p13_log_softmax_expected_lse.py", "norm_log_softmax", 13, "values"),
@@ -171,6 +173,7 @@ HONEST: list[Honest] = [
     Honest("honest/h14_copy_then_kernel.py", "norm_softmax"),
     Honest("honest/h15_thread_per_call_joined.py", "elementwise_leaky_relu"),
     Honest("honest/h16_hardtanh_init_args.py", "elementwise_hardtanh_scale"),
+    Honest("honest/h17_relu_unit_interval.py", "kb_relu_rand"),
 ]
 
 # GPU cheats: run on the device host (`pytest -m gpu tests/cheats/test_cheats_gpu.py`). Their `caught_by` is a
