@@ -64,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-variants", type=int, default=1, help="variants per covered problem (default 1)")
     ap.add_argument("--subset-variants", type=int, default=0, help="extra variants on a subset of problems")
     ap.add_argument("--subset-every", type=int, default=4, help="the subset: every K-th covered problem")
+    ap.add_argument("--exclude-families", default="",
+                    help="comma list of families to leave out (e.g. matmul: its SIMT fp32 tiles are slower than cuBLAS)")
     a = ap.parse_args(argv)
 
     from htam_agent.coder.base import UnsupportedTask
@@ -71,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     from htam_agent.coder.exemplar.enumerate import enumerate_candidates
 
     levels = [int(x) for x in a.levels.split(",") if x.strip()]
+    excluded = {f.strip() for f in a.exclude_families.split(",") if f.strip()}
     a.out.mkdir(parents=True, exist_ok=True)
     manifest, pairs = [], []
     covered: dict[int, list[str]] = defaultdict(list)
@@ -89,8 +92,11 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # a bug of the coder: count it, say what it was, keep going
             refused[lv][f"coder error {type(exc).__name__}: {str(exc)[:80]}"] += 1
             continue
-        covered[lv].append(path.stem)
         family = (parse_header(cands[0][2]) or ("?",))[0]
+        if family in excluded:
+            refused[lv][f"family {family} excluded (--exclude-families)"] += 1
+            continue
+        covered[lv].append(path.stem)
         families[lv][family] += 1
         take = a.max_variants + (a.subset_variants if n_cov % max(a.subset_every, 1) == 0 else 0)
         n_cov += 1

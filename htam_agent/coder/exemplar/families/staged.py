@@ -95,7 +95,10 @@ def moves(backend: str) -> dict[str, Knobs]:
         "fr_elementwise_chain_fusion": {"bias": "epilogue"},
         "lo_horizontal_fusion": {"bias": "epilogue"},
         "ma_vectorized_loads": {"simd": True, "unroll": 4},
-        "pm_split_reduction": {"split": True},
+        "pm_split_k": {"split": True},
+        "pm_parallel_scan": {"mapping": "block"},
+        "oc_wave_quantization": {"split": True, "grid": "stride"},
+        "lo_small_problem_path": {"split": False},
     }
 
 
