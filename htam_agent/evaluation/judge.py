@@ -102,12 +102,30 @@ class WallClock:
         verdict["wall_clock"] = {"checker_median_ms": round(wall, 4), "overhead_allowance_ms": round(allowance, 4),
                                  "reported_median_ms": round(rep, 4), "drain_ms": round(self.drain_ms, 4),
                                  "calls": len(self.walls)}
-        if rep < bound["factor"] * floor - bound["abs_ms"]:
+        seen = {f["name"] for f in verdict["flags"]}
+        if rep < bound["factor"] * floor - bound["abs_ms"] and "timing_below_wall_clock" not in seen:
             add_flag(verdict, "timing_below_wall_clock",
                      f"the candidate's process reported {rep:.4f} ms per call, but the checker's own clock saw "
                      f"{wall:.4f} ms per call of which at most {allowance:.4f} ms is overhead: the reported times "
                      "are not believed")
-        if self.drain_ms - allowance > max(bound["abs_ms"], 0.5 * wall, 1.0):
+        if self.drain_ms - allowance > max(bound["abs_ms"], 0.5 * wall, 1.0) and "work_after_return" not in seen:
             add_flag(verdict, "work_after_return",
                      f"the device was still busy {self.drain_ms:.2f} ms after the last timed call returned; all "
                      "work must finish inside forward (join threads, synchronize side streams)")
+
+
+# IQR / median above which a timing is re-taken once, and then reported as unreliable (a warning): the
+# machine was busy, or the call's own time varies (a spinning thread pool, frequency changes).
+UNRELIABLE_SPREAD_PCT = {"cuda": 15.0, "cpu": 10.0}
+
+
+def unreliable(stats: dict[str, Any], device_type: str) -> bool:
+    spread = stats.get("spread_pct")
+    return isinstance(spread, (int, float)) and spread > UNRELIABLE_SPREAD_PCT[
+        "cuda" if device_type == "cuda" else "cpu"]
+
+
+def flag_unreliable(verdict: dict[str, Any], what: str, stats: dict[str, Any]) -> None:
+    add_flag(verdict, "timing_unreliable",
+             f"{what}'s timing spread (IQR / median) was {stats['spread_pct']:.0f}% even after re-timing: its "
+             "speedups are not solid (a busy machine?)", rejects=False)

@@ -28,7 +28,7 @@ from typing import Any
 from . import paths
 from .backends import BACKEND_NAMES
 from .store import VerdictStore, candidate_key, device_name
-from .verdict import EVALUATOR_VERSION, STATUSES, finalize, new_verdict
+from .verdict import EVALUATOR_VERSION, STATUSES, add_flag, finalize, new_verdict
 
 _PKG_PARENT = str(Path(__file__).resolve().parents[2])
 _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION)", re.I)
@@ -89,6 +89,11 @@ def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not _SECRET.search(k)}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PKG_PARENT, env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
+    # Two OpenMP runtimes meet in a CPU candidate's forward (torch's own and the one its extension links);
+    # with the default policy each keeps its threads spinning after a parallel region, and on a small
+    # machine they steal each other's cores (the eager baseline's mean was 14x its median on 2 cores).
+    # Passive waiting for every evaluation process, candidate and baselines alike: one protocol.
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     env.update(extra or {})
     return env
 
@@ -136,9 +141,15 @@ def _take_spare(prestart: bool) -> _Spare:
         while _spares and _spares[0].proc.poll() is not None:
             _discard(_spares.pop(0))
         spare = _spares.pop(0) if _spares else _Spare()
-        while prestart and len(_spares) < SPARES:
-            _spares.append(_Spare())
+    if prestart:
+        _replenish()
     return spare
+
+
+def _replenish(n: int = SPARES) -> None:
+    with _spare_lock:
+        while len(_spares) < n:
+            _spares.append(_Spare())
 
 
 def _discard(spare: _Spare) -> None:
@@ -154,8 +165,13 @@ def _valid_verdict(v: Any) -> bool:
 
 
 def run_job(job: dict[str, Any], options: EvalOptions) -> dict[str, Any]:
-    """Run one job in a checker process to completion or to its limit; always returns a verdict dict."""
-    spare = _take_spare(options.prestart)
+    """Run one job in a checker process to completion or to its limit; always returns a verdict dict.
+
+    On the CPU backend the next checker is started only after this verdict: starting one imports torch in
+    two processes, which would compete with this job's timing for the machine's few cores.
+    """
+    cpu = options.backend == "cpp"
+    spare = _take_spare(options.prestart and (not cpu or job["mode"] == "compile"))
     proc, scratch = spare.proc, spare.scratch
     job = dict(job, compile_timeout_s=options.compile_timeout_s, run_timeout_s=options.run_timeout_s,
                keep_scratch=options.keep_scratch)
@@ -216,6 +232,8 @@ def run_job(job: dict[str, Any], options: EvalOptions) -> dict[str, Any]:
     verdict["wall_seconds"] = round(wall, 3)
     verdict["checker_stderr_tail"] = _tail(scratch / "stderr.txt", 2000)
     _rmtree(scratch)
+    if cpu and options.prestart and job["mode"] != "compile":
+        _replenish(1)
     return verdict
 
 
@@ -367,6 +385,9 @@ class Evaluator:
                 verdict[field_name] = round(ref / cand, 4)
         if base.get("status") != "accepted":
             verdict.setdefault("warnings", []).append(f"baseline timing failed: {base.get('reason')}")
+        for flag in base.get("flags", []):
+            if flag.get("name") == "timing_unreliable" and verdict["status"] in ("accepted", "rejected"):
+                add_flag(verdict, "timing_unreliable", flag["reason"], rejects=False)
         if verdict["status"] == "accepted":
             verdict["reason"] = ""
             finalize(verdict)
