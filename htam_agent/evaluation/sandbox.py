@@ -393,6 +393,11 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m htam_agent.evaluation.sandbox --fd N (started by the checker)", file=sys.stderr)
         return 2
     sock = socket.socket(fileno=int(argv[1]))
+    try:  # when memory runs out, the kernel's OOM killer takes this process, not the checker
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
     Sandbox(sock).serve()
     return 0
 
