@@ -82,7 +82,8 @@ def test_every_staged_cuda_source_compiles_for_sm90():
 
 # cpp candidates through the real evaluator: the default of each task plus knob paths the defaults miss
 EVAL_CASES = [(name, {}) for name in sorted(TASKS)] + [
-    ("kb_conv_groupnorm_swish", {"passes": "two_pass", "bias": "epilogue"}),
+    ("kb_conv_groupnorm_swish", {"passes": "two_pass"}),
+    ("kb_conv_groupnorm_swish", {"bias": "epilogue", "simd": True}),
 ]
 
 

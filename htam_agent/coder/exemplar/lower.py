@@ -127,7 +127,7 @@ class Lowering:
         if len(pends) == 1:
             sid = next(iter(pends))
             st = self.stages[sid]
-            if st.out < 0 and tuple(e.shape or ()) == st.out_shape and (e.kind != "pend" or True):
+            if st.out < 0 and tuple(e.shape or ()) == st.out_shape:
                 if e.kind == "pend":
                     tid = self.finalize(sid, None)
                 else:
@@ -440,10 +440,8 @@ class Lowering:
                 return self.stage("reduce", x, shape, {"op": op, "dims": "None", "keepdim": "False", "form": "A"})
             dims_e, keep_e = self.pyexpr(dim_a, dim_b), self.pyexpr(keep_a, keep_b)
             self._check_contiguous(_norm_dims(dim_a, rank))
-            out_shape = _node_shape(n.args[0]) if False else None
             vshape = _reduced_shape(x.shape or (), _norm_dims(dim_a, rank), bool(keep_a))
             values = self.stage("reduce", x, vshape, {"op": op, "dims": dims_e, "keepdim": keep_e, "form": "A"})
-            del out_shape
             return ("tuple", [values, ("argidx", x, "arg" + op, dims_e, keep_e, vshape)])
         if dim_a is None and name in ("argmax", "argmin") and rank > 1:
             raise LowerError(f"{name} over the flattened tensor")

@@ -93,9 +93,3 @@ def replace(e: E, fn: Any) -> E:
     if not e.args:
         return e
     return E(e.kind, e.shape, e.op, tuple(replace(a, fn) for a in e.args), e.val)
-
-
-def count_ops(e: E | None) -> int:
-    if e is None:
-        return 0
-    return (1 if e.kind == "op" else 0) + sum(count_ops(a) for a in e.args)

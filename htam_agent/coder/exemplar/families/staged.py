@@ -189,8 +189,6 @@ class _Emit:
 
     def code(self, e: E, root: int, idx: str, lines: list[str]) -> str:
         """C statements (appended) and the C expression of `e` at flat index `idx` (its node id is `root`)."""
-        counter = [root]
-
         def go(node: E, nid: int, ix: str) -> str:
             if node.kind == "leaf":
                 return f"LD(P{self.tslots.index(node.val)}, {ix})"
@@ -218,7 +216,6 @@ class _Emit:
                                      f"* (unsigned int){b}u)")
                     lines.append(f"        const long long {cix} = {' + '.join(terms) if terms else '0'};")
                 args.append(go(a, k, cix))
-            counter[0] += 1
             var = f"e{len(lines)}_{nid}"
             lines.append(f"        const float {var} = {c_expr(node.op, args, self.dialect)};")
             return var
