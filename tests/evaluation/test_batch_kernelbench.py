@@ -1,0 +1,242 @@
+"""`python -m htam_agent.evaluation batch` on KernelBench-format folders as they are.
+
+The task files here are written by the test in KernelBench's format (module-level size globals read by
+`get_inputs`, `torch.rand` inputs, no SMALL_SIZES / ALT_SIZES); no KernelBench file is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from htam_agent.evaluation.__main__ import BatchError, _pairs, main
+
+# KernelBench's own ReLU problem has this shape: 4096 x 393216 floats, 6.4 GB. Evaluated at its default size on
+# the cpp backend it would not fit a test machine's memory in time; the derived small size must be used.
+RELU = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """ReLU."""
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+batch_size = 4096
+dim = 393216
+
+def get_inputs():
+    x = torch.rand(batch_size, dim)
+    return [x]
+
+def get_init_inputs():
+    return []
+'''
+
+SCALE = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, factor):
+        super(Model, self).__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        return x * self.factor
+
+n = 1024
+factor = 2.5
+
+def get_inputs():
+    return [torch.rand(n, n)]
+
+def get_init_inputs():
+    return [factor]
+'''
+
+CPP_RELU = '''import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+_SRC = r"""
+#include <torch/extension.h>
+torch::Tensor relu_fwd(torch::Tensor x) {
+    TORCH_CHECK(x.is_contiguous() && x.scalar_type() == torch::kFloat32, "contiguous float32");
+    auto out = torch::empty_like(x);
+    const float* s = x.data_ptr<float>();
+    float* d = out.data_ptr<float>();
+    const int64_t n = x.numel();
+    #pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) d[i] = s[i] > 0.0f ? s[i] : 0.0f;
+    return out;
+}
+"""
+
+_ext = load_inline(name="kb_batch_test_relu", cpp_sources=_SRC, functions=["relu_fwd"],
+                   extra_cflags=["-O3", "-fopenmp"], extra_ldflags=["-fopenmp"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super(ModelNew, self).__init__()
+
+    def forward(self, x):
+        return _ext.relu_fwd(x.contiguous())
+'''
+
+
+def _checkout(root: Path) -> Path:
+    """root/KernelBench/level1 (two problems), level2 (one): what a KernelBench clone looks like."""
+    kb = root / "KernelBench"
+    (kb / "level1").mkdir(parents=True)
+    (kb / "level2").mkdir()
+    (kb / "level1" / "19_ReLU.py").write_text(RELU)
+    (kb / "level1" / "5_Scale.py").write_text(SCALE)
+    (kb / "level2" / "1_Scale.py").write_text(SCALE)
+    return kb
+
+
+def _ns(**kw) -> argparse.Namespace:
+    base = {"pairs": None, "tasks": None, "candidates": None, "backend": None, "levels": None}
+    return argparse.Namespace(**{**base, **kw})
+
+
+def _cand(folder: Path, name: str, text: str = CPP_RELU) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text)
+    return folder / name
+
+
+def test_level_folder_finds_candidates_in_all_three_layouts(tmp_path, capsys):
+    kb = _checkout(tmp_path)
+    cands = tmp_path / "cands"
+    a = _cand(cands / "19_ReLU", "cpp_a.py")                 # the bundled layout
+    b = _cand(cands / "level1_19_ReLU", "cpp_b.py")          # what benchmarks/exemplar_kernelbench.py writes
+    c = _cand(cands / "level1" / "5_Scale", "cpp_c.py")      # one folder per level
+    _cand(cands / "19_ReLU", "cuda_x.py")                    # another backend: not taken with --backend cpp
+    _cand(cands / "19_ReLU", "_helper.py")                   # private helper: never a candidate
+    pairs = _pairs(_ns(tasks=str(kb / "level1"), candidates=str(cands), backend="cpp"))
+    assert sorted(pairs) == sorted([(str(kb / "level1" / "19_ReLU.py"), str(a)),
+                                    (str(kb / "level1" / "19_ReLU.py"), str(b)),
+                                    (str(kb / "level1" / "5_Scale.py"), str(c))])
+    # numeric problem order, as KernelBench numbers them (5 before 19)
+    assert [Path(t).name for t, _ in pairs][0] == "5_Scale.py"
+    # without --backend every .py candidate is taken
+    assert len(_pairs(_ns(tasks=str(kb / "level1"), candidates=str(cands)))) == 4
+    assert capsys.readouterr().err == ""  # every task had a candidate: no note
+
+
+def test_checkout_root_and_levels(tmp_path, capsys):
+    kb = _checkout(tmp_path)
+    cands = tmp_path / "cands"
+    _cand(cands / "level1_19_ReLU", "cpp_a.py")
+    _cand(cands / "level2_1_Scale", "cpp_b.py")
+    both = _pairs(_ns(tasks=str(tmp_path), candidates=str(cands), backend="cpp"))  # the clone's root
+    assert sorted(Path(t).parent.name for t, _ in both) == ["level1", "level2"]
+    only2 = _pairs(_ns(tasks=str(kb), candidates=str(cands), backend="cpp", levels="2"))
+    assert [(Path(t).parent.name, Path(c).name) for t, c in only2] == [("level2", "cpp_b.py")]
+    assert "1 of 1" not in capsys.readouterr().err
+    with pytest.raises(BatchError, match="no level3 folder; it has level1, level2"):
+        _pairs(_ns(tasks=str(kb), candidates=str(cands), levels="1,3"))
+    with pytest.raises(BatchError, match="--levels needs --tasks to be a KernelBench checkout"):
+        _pairs(_ns(tasks=str(kb / "level1"), candidates=str(cands), levels="1"))
+
+
+def test_tasks_without_candidates_are_named(tmp_path, capsys):
+    kb = _checkout(tmp_path)
+    cands = tmp_path / "cands"
+    _cand(cands / "19_ReLU", "cpp_a.py")
+    pairs = _pairs(_ns(tasks=str(kb / "level1"), candidates=str(cands), backend="cpp"))
+    assert len(pairs) == 1
+    err = capsys.readouterr().err
+    assert "1 of 2 task(s) have no candidate" in err and "5_Scale" in err
+
+
+def test_actionable_errors(tmp_path):
+    kb = _checkout(tmp_path)
+    level1 = str(kb / "level1")
+    with pytest.raises(BatchError, match=r"needs --candidates DIR.*DIR/5_Scale/cpp_mine\.py.*--pairs"):
+        _pairs(_ns(tasks=level1, backend="cpp"))
+    with pytest.raises(BatchError, match="no such folder"):
+        _pairs(_ns(tasks=level1, candidates=str(tmp_path / "nope")))
+    empty = tmp_path / "empty"
+    (empty / "relu").mkdir(parents=True)
+    with pytest.raises(BatchError) as err:
+        _pairs(_ns(tasks=level1, candidates=str(empty), backend="cpp"))
+    msg = str(err.value)
+    assert f"{empty}/5_Scale/cpp_*.py" in msg and f"{empty}/level1_5_Scale/cpp_*.py" in msg
+    assert "subfolders (relu) are named after no task file" in msg and "<task file stem>/<backend>_<name>.py" in msg
+    other = tmp_path / "other"
+    _cand(other / "19_ReLU", "cuda_vec.py")
+    with pytest.raises(BatchError, match=r"1 file\(s\) of other backends \(cuda.*drop --backend cpp"):
+        _pairs(_ns(tasks=level1, candidates=str(other), backend="cpp"))
+    with pytest.raises(BatchError, match="either --pairs FILE or --tasks"):
+        _pairs(_ns(tasks=level1, pairs="p.json"))
+    with pytest.raises(BatchError, match="batch needs --pairs FILE"):
+        _pairs(_ns())
+
+
+def test_pairs_file_validation(tmp_path):
+    kb = _checkout(tmp_path)
+    cand = _cand(tmp_path / "c", "cpp_a.py")
+    p = tmp_path / "pairs.json"
+    p.write_text(json.dumps([{"task": str(kb / "level1" / "19_ReLU.py"), "candidate": "c/cpp_a.py"}]))
+    # a relative path is taken from the pairs file's folder when it is not one from the current folder
+    assert _pairs(_ns(pairs=str(p))) == [(str(kb / "level1" / "19_ReLU.py"), str(cand))]
+    p.write_text(json.dumps([{"task": str(kb / "level1" / "19_ReLU.py"), "cand": str(cand)}]))
+    with pytest.raises(BatchError, match=r"entry 0 has no 'candidate' field \(it has \['cand', 'task'\]\)"):
+        _pairs(_ns(pairs=str(p)))
+    p.write_text(json.dumps([{"task": str(kb / "level1" / "77_Gone.py"), "candidate": str(cand)}]))
+    with pytest.raises(BatchError, match=r"1 path\(s\) are not files: entry 0 task .*77_Gone\.py"):
+        _pairs(_ns(pairs=str(p)))
+    p.write_text(json.dumps({"task": "x"}))
+    with pytest.raises(BatchError, match="expected a JSON list"):
+        _pairs(_ns(pairs=str(p)))
+    p.write_text("[{")
+    with pytest.raises(BatchError, match="not JSON"):
+        _pairs(_ns(pairs=str(p)))
+    with pytest.raises(BatchError, match="no such file"):
+        _pairs(_ns(pairs=str(tmp_path / "missing.json")))
+
+
+def test_cli_exit_2_with_the_message(tmp_path):
+    kb = _checkout(tmp_path)
+    out = subprocess.run([sys.executable, "-m", "htam_agent.evaluation", "batch", "--tasks", str(kb / "level1"),
+                          "--backend", "cpp"], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert "error: --tasks" in out.stderr and "needs --candidates DIR" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+@pytest.mark.slow
+def test_batch_on_a_level_folder_cpp_uses_the_derived_small_size(tmp_path, build_root, monkeypatch, capsys):
+    """A real batch on the cpp backend: the 6.4 GB KernelBench-sized ReLU is evaluated at its derived small
+    size and accepted; the verdict line names the level and the problem."""
+    kb = _checkout(tmp_path)
+    cands = tmp_path / "cands"
+    _cand(cands / "level1_19_ReLU", "cpp_omp.py")
+    monkeypatch.setenv("HTAM_BUILD_DIR", build_root)
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "verdicts.jsonl"
+    rc = main(["batch", "--tasks", str(kb / "level1"), "--candidates", str(cands), "--backend", "cpp",
+               "--baselines", "eager", "--no-store", "--trials", "2", "--jobs", "1", "--out", str(out)])
+    printed = capsys.readouterr()
+    assert rc == 0, printed.out[-3000:] + printed.err[-3000:]
+    assert "1 of 2 task(s) have no candidate" in printed.err  # 5_Scale has none
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    verdicts = [v for v in lines if v.get("candidate_path")]
+    assert len(verdicts) == 1
+    v = verdicts[0]
+    assert v["status"] == "accepted", v.get("reason")
+    assert v["task_id"] == "level1/19_ReLU" and v["candidate_path"].endswith("level1_19_ReLU/cpp_omp.py")
+    assert v["size"] == "small"
+    assert "level1/19_ReLU accepted" in printed.out
+    assert os.path.getsize(out) > 0
