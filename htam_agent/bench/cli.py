@@ -66,6 +66,11 @@ def bench_command(
 ) -> None:
     """Run METHODS on every task of SUITE at an equal evaluation budget; resumable and incremental.
 
+    SUITE is 'bundled', a folder of KernelBench-format files (a KernelBench level folder as it is), or a
+    KernelBench checkout (its root or its KernelBench/ folder; --levels 1,2,3 picks level folders). Tasks are
+    named level/problem (level1/19_ReLU). A task file that cannot load is recorded as 'unloadable' with its
+    reason and not run (exit status 0 unless a run failed in the harness).
+
     Results go to OUT/results.jsonl (one record per task, method and seed, written as each run finishes; a
     rerun skips finished runs, so a killed bench continues and an added method reuses the others), the report
     to OUT/report/ (report.md, report.html, results.json, plots).
@@ -155,8 +160,9 @@ def bench_command(
         except KeyboardInterrupt:
             typer.echo("interrupted: finished runs are recorded; run the same command again to continue", err=True)
             raise typer.Exit(130) from None
-        typer.echo(f"ran {outcome.ran}, skipped {outcome.skipped} finished, {outcome.errors} harness error(s)",
-                   err=True)
+        typer.echo(f"ran {outcome.ran}, skipped {outcome.skipped} finished, {outcome.errors} harness error(s)"
+                   + (f", {outcome.unloadable} run(s) of task files that could not load" if outcome.unloadable
+                      else ""), err=True)
 
     records = store.select([u.key for u in units])
     if report_only and not records:
@@ -173,6 +179,12 @@ def bench_command(
         paths = write_report(records, Path(config.bench_dir) / "report", title=f"htam bench: {_suite_slug(suite)}",
                              notes=notes)
         typer.echo(f"report: {paths['md']}  {paths['html']}")
+    unloadable = {r["task"]: r.get("error", "") for r in records if r.get("status") == "unloadable"}
+    if unloadable:
+        typer.echo(f"{len(unloadable)} task(s) could not load (not run; fix the file and run the same command "
+                   "again to run them):", err=True)
+        for task, reason in unloadable.items():
+            typer.echo(f"  {task}: {reason.splitlines()[0][:300] if reason else '?'}", err=True)
     errors = sum(r.get("status") == "error" for r in records)
     raise typer.Exit(1 if errors else 0)
 

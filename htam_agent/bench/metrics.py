@@ -75,6 +75,7 @@ def summarize(records: Sequence[dict[str, Any]], p_values: Sequence[float] = P_V
         "tasks": n,
         "correct": sum(is_correct(r) for r in records),
         "errors": sum(r.get("status") == "error" for r in records),
+        "unloadable": sum(r.get("status") == "unloadable" for r in records),
         "correctness": correctness_rate(records),
     }
     for b in BASELINES:

@@ -30,10 +30,12 @@ from .runner import (
     BenchConfig,
     BenchOutcome,
     RunFn,
+    TaskCheck,
     Unit,
     _Progress,
     plan,
     result_record,
+    unloadable_record,
     write_manifest,
 )
 
@@ -106,13 +108,25 @@ def run_bench_ray(config: BenchConfig, address: str, run_fn: RunFn | None = None
         limit = max_in_flight or max(1, len(todo))
         pending: dict[Any, Unit] = {}
         queue = list(todo)
+        check = TaskCheck(config.base.backend, config.base.size)
+        notes: dict[str, str] = {}
         with _Progress(len(todo), progress) as bar:
             while queue or pending:
                 while queue and len(pending) < limit:
                     unit = queue.pop(0)
+                    problem, notes[unit.run_id] = check(unit.task)  # on the driver: it reads the task files
+                    if problem:
+                        rec = unloadable_record(unit, problem)
+                        store.append(rec)
+                        outcome.ran += 1
+                        outcome.unloadable += 1
+                        bar.done(rec)
+                        continue
                     ctx = unit.ctx.with_(device_index=0) if gpu else unit.ctx
                     pending[remote.remote(unit.task.path, ctx, unit.run_id, run_fn)] = unit
                     bar.start(unit)
+                if not pending:
+                    continue
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 unit = pending.pop(ready[0])
                 try:
@@ -123,6 +137,8 @@ def run_bench_ray(config: BenchConfig, address: str, run_fn: RunFn | None = None
                     rec = result_record(unit, out["result"], wall=out["wall"])
                 else:
                     rec = result_record(unit, None, out["error"], out["wall"])
+                if notes.get(unit.run_id):
+                    rec["notes"] = [notes[unit.run_id]]
                 rec["host"] = out.get("host", "")
                 rec["executor"] = "ray"
                 store.append(rec)

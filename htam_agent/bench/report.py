@@ -54,7 +54,7 @@ def overall_tables(records: Sequence[dict[str, Any]]) -> dict[str, Table]:
                         + [f"{_x(s[f'geomean_{b}'])} ({s[f'timed_{b}']})"])
         out[f"vs {label}"] = (head, rows)
     head = ["method", "budget", "evaluations used (mean / cap)", "LLM calls (mean)", "tokens in+out (mean)",
-            "wall s (mean)", "wall s (total)", "harness errors"]
+            "wall s (mean)", "wall s (total)", "harness errors", "could not load"]
     rows = []
     for m, s in summ.items():
         recs = [r for r in records if r["method"] == m]
@@ -65,7 +65,8 @@ def overall_tables(records: Sequence[dict[str, Any]]) -> dict[str, Table]:
                      f"{_num(s['evaluations_mean'], 2)} / {','.join(map(str, caps)) or '-'}",
                      _num(s["llm_calls_mean"], 2),
                      _num((s["tokens_total"] / s["tasks"]) if s["tasks"] else None, 0),
-                     _num(s["wall_seconds_mean"]), _num(s["wall_seconds_total"]), str(s["errors"])])
+                     _num(s["wall_seconds_mean"]), _num(s["wall_seconds_total"]), str(s["errors"]),
+                     str(s.get("unloadable", 0))])
     out["cost"] = (head, rows)
     return out
 
@@ -98,6 +99,8 @@ def task_table(records: Sequence[dict[str, Any]]) -> Table:
             for r in per.get(m, []):
                 if r.get("status") == "error":
                     cells.append("error")
+                elif r.get("status") == "unloadable":
+                    cells.append("could not load")
                 elif not r.get("correct"):
                     cells.append("incorrect")
                 else:
@@ -106,6 +109,17 @@ def task_table(records: Sequence[dict[str, Any]]) -> Table:
             row.append(" / ".join(cells) or "")
         rows.append(row)
     return ["task"] + methods, rows
+
+
+def problems_table(records: Sequence[dict[str, Any]]) -> Table:
+    """Tasks that could not be loaded, with the reason, and the notes runs carried (one row per task)."""
+    rows: dict[str, list[str]] = {}
+    for r in records:
+        if r.get("status") == "unloadable":
+            rows.setdefault(r["task"], [r["task"], "could not load", str(r.get("error", "")).strip()])
+        for note in r.get("notes") or []:
+            rows.setdefault(r["task"], [r["task"], "note", str(note)])
+    return ["task", "kind", "reason"], list(rows.values())
 
 
 def _md(table: Table) -> str:
@@ -242,8 +256,8 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: str | Path, *, titl
             f"{len(records)} runs; written {time.strftime('%Y-%m-%d %H:%M')}")
     method_lines = [f"- **{m}**: {METHODS[m].description}" if m in METHODS else f"- **{m}**"
                     for m in _methods_in(records)]
-    definitions = ("fast_p: share of ALL tasks that are correct with a best speedup strictly above p (incorrect "
-                   "and errored tasks count as not fast). Geomean: over correct, timed tasks only (n in "
+    definitions = ("fast_p: share of ALL tasks that are correct with a best speedup strictly above p (incorrect, "
+                   "errored and unloadable tasks count as not fast). Geomean: over correct, timed tasks only (n in "
                    "parentheses). Equal budget: every method but one-shot may spend at most the same number "
                    "of evaluations per task (repairs count); 'evaluations used' shows what each really spent.")
     overall = overall_tables(records)
@@ -251,6 +265,9 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: str | Path, *, titl
     sections.append(("Per level", grouped_table(records, "level")))
     sections.append(("Per operator class", grouped_table(records, "category")))
     sections.append(("Per task (best speedup vs eager)", task_table(records)))
+    problems = problems_table(records)
+    if problems[1]:
+        sections.append(("Tasks that could not load, and notes", problems))
 
     md = [f"# {title}", "", meta, "", *method_lines, "", definitions, ""]
     md += [f"- {n}" for n in notes]
@@ -284,4 +301,4 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: str | Path, *, titl
     return paths
 
 
-__all__ = ["grouped_table", "overall_tables", "task_table", "write_report"]
+__all__ = ["grouped_table", "overall_tables", "problems_table", "task_table", "write_report"]

@@ -162,6 +162,68 @@ def result_record(unit: Unit, result: Any = None, error: str = "", wall: float =
     return rec
 
 
+def unloadable_record(unit: Unit, reason: str) -> dict[str, Any]:
+    """The record of a unit whose task file cannot be loaded: not run, not a harness error; checked again on
+    the next bench run (so a fixed file runs then)."""
+    rec = result_record(unit, None, reason)
+    rec.update(status="unloadable", stop_reason="unloadable")
+    return rec
+
+
+class TaskCheck:
+    """Whether a bench task can be run at all, checked once per task file before its first run.
+
+    Loads the file as the evaluator will (module executed, `Model`, `get_inputs`, `get_init_inputs` checked,
+    the inputs built on the meta device, so a GPU-sized KernelBench file allocates nothing) and builds the model
+    on the meta device with `get_init_inputs()` (a wrong argument count shows here). On the cpp backend without
+    an explicit size it also asks whether the task has a small size (its SMALL_SIZES, or one derived from its
+    size globals): without one it runs at its default size, which is said as a note on the record.
+    """
+
+    def __init__(self, backend: str, size: str | None) -> None:
+        self.backend, self.size = backend, size
+        self._lock = threading.Lock()
+        self._seen: dict[str, tuple[str | None, str]] = {}
+
+    def __call__(self, task: BenchTask) -> tuple[str | None, str]:
+        """(reason it cannot run or None, note)."""
+        with self._lock:
+            if task.path not in self._seen:
+                self._seen[task.path] = self._check(task)
+            return self._seen[task.path]
+
+    def _check(self, task: BenchTask) -> tuple[str | None, str]:
+        try:
+            return self._load(task)
+        except Exception as exc:  # noqa: BLE001 - whatever the file does, it is the task's reason
+            return f"{task.path}: loading failed: {type(exc).__name__}: {exc}", ""
+
+    def _load(self, task: BenchTask) -> tuple[str | None, str]:
+        from htam_agent.evaluation.tasks import TaskError, has_size, load_task
+
+        size = self.size or "default"
+        try:
+            loaded = load_task(task.path, size=size)
+        except TaskError as exc:
+            return str(exc), ""
+        import torch
+
+        try:
+            with torch.device("meta"):
+                loaded.model_cls(*loaded.get_init_inputs())
+        except TypeError as exc:
+            return (f"{task.path}: Model(*get_init_inputs()) raised TypeError: {exc}. get_init_inputs() must "
+                    "return the constructor's arguments in order."), ""
+        except Exception:  # noqa: BLE001 - ops the meta device cannot run: the evaluator builds it for real
+            pass
+        note = ""
+        if self.backend == "cpp" and not self.size and not has_size(loaded.source, "small", task.path):
+            problem = (loaded.derived_sizes().get("problems") or {}).get("small", "")
+            note = ("no small size (" + (problem or "the file has no SMALL_SIZES") + "): runs on the CPU at its "
+                    "default size")
+        return None, note
+
+
 def execute_unit(unit: Unit, run_fn: RunFn) -> dict[str, Any]:
     """Run one unit; an exception of the run (not of the candidate: those are verdicts) becomes an error record."""
     t0 = time.time()
@@ -197,6 +259,7 @@ class BenchOutcome:
     ran: int = 0
     skipped: int = 0
     errors: int = 0
+    unloadable: int = 0    # runs not made because their task file cannot be loaded (record status "unloadable")
     records: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -244,6 +307,8 @@ class _Progress:
         with self._lock:
             if rec["status"] == "error":
                 line = f"[red]error[/] {where}: {escape(rec['error'].splitlines()[0][:160])}"
+            elif rec["status"] == "unloadable":
+                line = f"[yellow]could not load[/] {where}: {escape(rec['error'][:300])}"
             elif rec["correct"]:
                 s = rec.get("speedup_vs_eager")
                 line = (f"[green]ok[/] {where}: {'untimed' if s is None else f'{s:.2f}x eager'}, "
@@ -270,6 +335,7 @@ def run_bench(config: BenchConfig, run_fn: RunFn | None = None, *, progress: boo
     queue = list(todo)
     qlock = threading.Lock()
     failures: list[BaseException] = []
+    check = TaskCheck(config.base.backend, config.base.size)
 
     def worker(slot: int, bar: _Progress) -> None:
         while True:
@@ -282,7 +348,13 @@ def run_bench(config: BenchConfig, run_fn: RunFn | None = None, *, progress: boo
                             unit.ctx.with_(device_index=slot), unit.run_id)
             bar.start(unit)
             try:
-                rec = execute_unit(unit, run_fn)
+                problem, note = check(unit.task)
+                if problem:
+                    rec = unloadable_record(unit, problem)
+                else:
+                    rec = execute_unit(unit, run_fn)
+                    if note:
+                        rec["notes"] = [note]
                 store.append(rec)
             except BaseException as exc:  # noqa: BLE001 - stop the bench, re-raised in the caller's thread
                 failures.append(exc)
@@ -290,6 +362,7 @@ def run_bench(config: BenchConfig, run_fn: RunFn | None = None, *, progress: boo
             with qlock:
                 outcome.ran += 1
                 outcome.errors += rec["status"] == "error"
+                outcome.unloadable += rec["status"] == "unloadable"
             bar.done(rec)
 
     with _Progress(len(todo), progress) as bar:
@@ -325,5 +398,5 @@ def write_manifest(config: BenchConfig, units: list[Unit]) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["BenchConfig", "BenchOutcome", "Unit", "agent_run_fn", "default_workers", "execute_unit", "plan",
-           "result_record", "run_bench", "visible_gpus"]
+__all__ = ["BenchConfig", "BenchOutcome", "TaskCheck", "Unit", "agent_run_fn", "default_workers", "execute_unit",
+           "plan", "result_record", "run_bench", "unloadable_record", "visible_gpus"]
