@@ -28,9 +28,14 @@ class BenchTask:
     level: str       # "suite" for the bundled suite and plain folders, else "level1", ...
     category: str    # operator class
 
+    @property
+    def problem(self) -> str:
+        """The problem's name without its level: "19_ReLU" for "level1/19_ReLU"."""
+        return self.id.rsplit("/", 1)[-1]
+
     def as_dict(self) -> dict[str, str]:
         return {"suite": self.suite, "task": self.id, "task_path": self.path, "level": self.level,
-                "category": self.category}
+                "problem": self.problem, "category": self.category}
 
 
 _PREFIX = {"conv": "convolution", "norm": "normalization", "pool": "pooling", "loss": "reduction",

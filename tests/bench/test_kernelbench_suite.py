@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from bench_helpers import logging_run_fn
 from typer.testing import CliRunner
 
@@ -168,7 +169,8 @@ def test_unloadable_tasks_are_recorded_with_their_reason_and_not_run(tmp_path):
     assert "40_LayerNorm.py: Model(*get_init_inputs()) raised TypeError" in bad["level1/40_LayerNorm"]
     assert "3_Syntax.py: syntax error at line 1" in bad["level2/3_Syntax"]
     for t, r in recs.items():  # level and problem reported per task
-        assert r["level"] == t.split("/")[0] and r["task_path"].endswith(t.split("/")[1] + ".py")
+        assert r["level"] == t.split("/")[0] and r["problem"] == t.split("/")[1]
+        assert r["task_path"].endswith(f"/KernelBench/{t}.py")
         assert r["correct"] is (r["status"] == "done")
     started = [line.split()[1] for line in log.read_text().splitlines() if line.startswith("start")]
     assert sorted(started) == sorted(recs[t]["run_id"] for t in recs if t not in bad)  # never run
@@ -224,3 +226,28 @@ def get_inputs():
     problem, note = check(tasks["level1/2_Literal"])
     assert problem is None and note.startswith("no small size (") and "default size" in note
     assert TaskCheck("cpp", "default")(tasks["level1/2_Literal"]) == (None, "")  # a size was asked: no note
+
+
+@pytest.mark.slow
+def test_real_bench_on_a_checkout_cpp_levels_1_and_3(tmp_path, monkeypatch, build_root):
+    """`htam bench ROOT --levels 1,3 --backend cpp` with the real agent and evaluator, offline coder: the
+    KernelBench-sized ReLU (6.4 GB at its default size) is optimized at its derived small size; the whole model
+    of level 3 loads and its run ends cleanly (the offline coder does not write whole models: 'unsupported')."""
+    write_checkout(tmp_path, broken=False)
+    for var, sub in (("HTAM_BUILD_DIR", None), ("HTAM_VERDICT_DIR", "verdicts"), ("HTAM_CACHE_DIR", "cache")):
+        monkeypatch.setenv(var, build_root if sub is None else str(tmp_path / sub))
+    for var in ("HTAM_MODEL", "HTAM_BASE_URL", "OPENAI_BASE_URL", "HTAM_CODER", "HTAM_BACKEND", "HTAM_STEPS"):
+        monkeypatch.delenv(var, raising=False)
+    res = CliRunner().invoke(app, [str(tmp_path), "--levels", "1,3", "--methods", "one-shot", "--budget", "1",
+                                   "--backend", "cpp", "--baselines", "eager", "--out", str(tmp_path / "b")])
+    assert res.exit_code == 0, res.output
+    recs = {r["task"]: r for r in RecordStore(tmp_path / "b").latest().values()}
+    assert set(recs) == {"level1/19_ReLU", "level3/1_TinyMLP"}
+    relu, mlp = recs["level1/19_ReLU"], recs["level3/1_TinyMLP"]
+    assert relu["status"] == "done" and relu["level"] == "level1" and relu["evaluations"] == 1
+    verdict = json.loads(next(Path(relu["artifact_dir"]).glob("step_00/cand_0_r0/verdict.json")).read_text())
+    assert verdict["size"] == "small" and verdict["status"] == "accepted", verdict["reason"]
+    assert relu["correct"] is True and relu["speedup_vs_eager"] > 0
+    assert mlp["status"] == "done" and mlp["level"] == "level3" and mlp["category"] == "model"
+    assert mlp["correct"] is False and mlp["stop_reason"] == "unsupported"
+    assert (tmp_path / "b" / "report" / "report.md").is_file()

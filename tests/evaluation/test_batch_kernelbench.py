@@ -93,6 +93,56 @@ class ModelNew(nn.Module):
 '''
 
 
+TINY_MLP = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, input_size, layer_sizes, output_size):
+        super(Model, self).__init__()
+        layers = []
+        current = input_size
+        for size in layer_sizes:
+            layers.append(nn.Linear(current, size))
+            layers.append(nn.ReLU())
+            current = size
+        layers.append(nn.Linear(current, output_size))
+        self.network = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.network(x)
+
+batch_size = 128
+input_size = 4096
+layer_sizes = [2048, 1024]
+output_size = 512
+
+def get_inputs():
+    return [torch.rand(batch_size, input_size)]
+
+def get_init_inputs():
+    return [input_size, layer_sizes, output_size]
+'''
+
+# The whole model with its ReLUs in the C++ kernel (the Linear layers stay PyTorch's, created in the same order
+# as the reference's so both get the same weights).
+CPP_MLP = CPP_RELU.split("class ModelNew")[0].replace("kb_batch_test_relu", "kb_batch_test_mlp_relu") + '''
+class ModelNew(nn.Module):
+    def __init__(self, input_size, layer_sizes, output_size):
+        super(ModelNew, self).__init__()
+        layers, current = [], input_size
+        for size in layer_sizes:
+            layers.append(nn.Linear(current, size))
+            current = size
+        layers.append(nn.Linear(current, output_size))
+        self.layers = nn.ModuleList(layers)
+
+    def forward(self, x):
+        for layer in self.layers[:-1]:
+            x = _ext.relu_fwd(layer(x).contiguous())
+        return self.layers[-1](x)
+'''
+
+
 def _checkout(root: Path) -> Path:
     """root/KernelBench/level1 (two problems), level2 (one): what a KernelBench clone looks like."""
     kb = root / "KernelBench"
@@ -101,6 +151,8 @@ def _checkout(root: Path) -> Path:
     (kb / "level1" / "19_ReLU.py").write_text(RELU)
     (kb / "level1" / "5_Scale.py").write_text(SCALE)
     (kb / "level2" / "1_Scale.py").write_text(SCALE)
+    (kb / "level3").mkdir()
+    (kb / "level3" / "1_TinyMLP.py").write_text(TINY_MLP)
     return kb
 
 
@@ -140,12 +192,12 @@ def test_checkout_root_and_levels(tmp_path, capsys):
     _cand(cands / "level1_19_ReLU", "cpp_a.py")
     _cand(cands / "level2_1_Scale", "cpp_b.py")
     both = _pairs(_ns(tasks=str(tmp_path), candidates=str(cands), backend="cpp"))  # the clone's root
-    assert sorted(Path(t).parent.name for t, _ in both) == ["level1", "level2"]
+    assert sorted(Path(t).parent.name for t, _ in both) == ["level1", "level2"]  # level3: no candidate
     only2 = _pairs(_ns(tasks=str(kb), candidates=str(cands), backend="cpp", levels="2"))
     assert [(Path(t).parent.name, Path(c).name) for t, c in only2] == [("level2", "cpp_b.py")]
     assert "1 of 1" not in capsys.readouterr().err
-    with pytest.raises(BatchError, match="no level3 folder; it has level1, level2"):
-        _pairs(_ns(tasks=str(kb), candidates=str(cands), levels="1,3"))
+    with pytest.raises(BatchError, match="no level4 folder; it has level1, level2, level3"):
+        _pairs(_ns(tasks=str(kb), candidates=str(cands), levels="1,4"))
     with pytest.raises(BatchError, match="--levels needs --tasks to be a KernelBench checkout"):
         _pairs(_ns(tasks=str(kb / "level1"), candidates=str(cands), levels="1"))
 
@@ -217,26 +269,29 @@ def test_cli_exit_2_with_the_message(tmp_path):
 
 
 @pytest.mark.slow
-def test_batch_on_a_level_folder_cpp_uses_the_derived_small_size(tmp_path, build_root, monkeypatch, capsys):
-    """A real batch on the cpp backend: the 6.4 GB KernelBench-sized ReLU is evaluated at its derived small
-    size and accepted; the verdict line names the level and the problem."""
-    kb = _checkout(tmp_path)
+def test_batch_on_kernelbench_levels_cpp_uses_the_derived_small_size(tmp_path, build_root, monkeypatch, capsys):
+    """A real batch on the cpp backend over a checkout's levels 1 and 3: the 6.4 GB KernelBench-sized ReLU and
+    the whole model of level 3 are evaluated at their derived small sizes and accepted; each verdict line names
+    the level and the problem."""
+    _checkout(tmp_path)
     cands = tmp_path / "cands"
     _cand(cands / "level1_19_ReLU", "cpp_omp.py")
+    _cand(cands / "level3" / "1_TinyMLP", "cpp_relu_between_linears.py", CPP_MLP)
     monkeypatch.setenv("HTAM_BUILD_DIR", build_root)
     monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "verdicts.jsonl"
-    rc = main(["batch", "--tasks", str(kb / "level1"), "--candidates", str(cands), "--backend", "cpp",
+    rc = main(["batch", "--tasks", str(tmp_path), "--levels", "1,3", "--candidates", str(cands), "--backend", "cpp",
                "--baselines", "eager", "--no-store", "--trials", "2", "--jobs", "1", "--out", str(out)])
     printed = capsys.readouterr()
     assert rc == 0, printed.out[-3000:] + printed.err[-3000:]
-    assert "1 of 2 task(s) have no candidate" in printed.err  # 5_Scale has none
+    assert "1 of 3 task(s) have no candidate" in printed.err and "5_Scale" in printed.err
     lines = [json.loads(line) for line in out.read_text().splitlines()]
-    verdicts = [v for v in lines if v.get("candidate_path")]
-    assert len(verdicts) == 1
-    v = verdicts[0]
-    assert v["status"] == "accepted", v.get("reason")
-    assert v["task_id"] == "level1/19_ReLU" and v["candidate_path"].endswith("level1_19_ReLU/cpp_omp.py")
-    assert v["size"] == "small"
-    assert "level1/19_ReLU accepted" in printed.out
+    verdicts = {v["task_id"]: v for v in lines if v.get("candidate_path")}
+    assert set(verdicts) == {"level1/19_ReLU", "level3/1_TinyMLP"}
+    for task_id, v in verdicts.items():
+        assert v["status"] == "accepted", (task_id, v.get("reason"))
+        assert v["size"] == "small", task_id
+        assert f"{task_id} accepted" in printed.out
+    assert verdicts["level1/19_ReLU"]["candidate_path"].endswith("level1_19_ReLU/cpp_omp.py")
+    assert any(v.get("timing", {}).get("eager") for v in lines)  # the baselines are written too
     assert os.path.getsize(out) > 0
