@@ -59,6 +59,9 @@ def bench_command(
     chroma_url: Annotated[str | None, typer.Option(help="Chroma server the memory is shared through "
                                                         "(HTAM_CHROMA_URL)")] = None,
     show_plan: Annotated[bool, typer.Option("--plan", help="print the runs and their budgets, run nothing")] = False,
+    check_only: Annotated[bool, typer.Option("--check", help="load every task as a run would (on cpp also its small "
+                                                             "size), say which cannot load and why; run nothing")]
+        = False,
     report_only: Annotated[bool, typer.Option("--report-only", help="only rewrite the report from the records")]
         = False,
     no_report: Annotated[bool, typer.Option("--no-report", help="do not write the report")] = False,
@@ -111,6 +114,9 @@ def bench_command(
         raise _fail(str(exc)) from exc
     if base.coder_kind == "llm" and not base.model:
         raise _fail("the LLM coder needs --model (or HTAM_MODEL)")
+
+    if check_only:
+        raise typer.Exit(_check_tasks(tasks, base.backend, base.size))
 
     from .records import RecordStore
     from .runner import BenchConfig, plan
@@ -187,6 +193,25 @@ def bench_command(
             typer.echo(f"  {task}: {reason.splitlines()[0][:300] if reason else '?'}", err=True)
     errors = sum(r.get("status") == "error" for r in records)
     raise typer.Exit(1 if errors else 0)
+
+
+def _check_tasks(tasks: list, backend: str, size: str | None) -> int:
+    """`--check`: one line per task (ok, with a note, or why it cannot load); 1 if any cannot load."""
+    import time
+
+    from .runner import TaskCheck
+
+    check = TaskCheck(backend, size)
+    bad = 0
+    t0 = time.time()
+    for task in tasks:
+        problem, note = check(task)
+        bad += problem is not None
+        state = f"could not load: {problem}" if problem else ("ok" + (f" ({note})" if note else ""))
+        typer.echo(f"{task.id}  [{task.category}]  {state}")
+    typer.echo(f"{len(tasks)} task(s): {len(tasks) - bad} load, {bad} cannot (backend {backend}, checked in "
+               f"{time.time() - t0:.1f} s)", err=True)
+    return 1 if bad else 0
 
 
 def main() -> None:

@@ -207,6 +207,22 @@ def test_cli_on_a_checkout_reports_unloadable_tasks_and_exits_0(tmp_path, monkey
     assert "level2" not in text.split("could not load")[-1]  # --levels 1,3: level 2 was never looked at
 
 
+def test_cli_check_loads_every_task_and_runs_nothing(tmp_path, monkeypatch):
+    write_checkout(tmp_path)
+    monkeypatch.setattr(runner, "agent_run_fn", lambda *a, **k: pytest.fail("--check must run nothing"))
+    res = CliRunner().invoke(app, [str(tmp_path / "KernelBench"), "--levels", "1-3", "--check", "--backend", "cuda",
+                                   "--out", str(tmp_path / "b")])
+    assert res.exit_code == 1, res.output  # some cannot load
+    lines = dict(line.split("  ", 1) for line in res.output.splitlines() if line.startswith("level"))
+    assert lines["level1/19_ReLU"] == "[elementwise]  ok" and lines["level3/1_TinyMLP"] == "[model]  ok"
+    assert lines["level2/12_Gemm_Multiply_LeakyReLU"] == "[fused]  ok"
+    assert lines["level2/3_Syntax"].startswith("[fused]  could not load: ") and "syntax error" in lines["level2/3_Syntax"]
+    assert "6 task(s): 3 load, 3 cannot (backend cuda" in res.output
+    assert not (tmp_path / "b" / "results.jsonl").exists()
+    ok = CliRunner().invoke(app, [str(tmp_path), "--levels", "3", "--check", "--backend", "cuda"])
+    assert ok.exit_code == 0 and "1 task(s): 1 load, 0 cannot" in ok.output
+
+
 def test_task_check_on_cpp_uses_the_derived_small_size(tmp_path, monkeypatch):
     """On cpp a KernelBench file has a derived small size (no note); a file whose small size cannot be derived
     runs at its default size and the record says so."""
