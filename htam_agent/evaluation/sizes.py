@@ -17,15 +17,16 @@ What counts as a size global (`_slots`):
   `layers`, `stages`, `ratio`, `factor` tokens): those describe the op, not the data, and the model's geometry
   depends on them staying as they are.
 
-'small' shrinks greedily: the largest slot (not at its floor) is halved, rounded down to a multiple of the fixed
-ints that divided it (groups, heads, kernel sizes), and the move is kept when the reference still runs on the
-meta device. A move that fails is retried with its divisors and multiples halved along (channels with groups,
+'small' shrinks greedily: the largest slot (not at its floor) is halved (divided by 4 or 8 while the cost is
+far over budget), rounded down to a multiple of the fixed ints that divided it (groups, heads, kernel sizes),
+and the move is kept when the reference still runs on the meta device. A move that fails is retried with its divisors and multiples halved along (channels with groups,
 embedding with heads, sequence with its maximum); a slot whose moves all fail is frozen where it is. Shrinking
 stops once a cost model says the forward fits `BUDGET_MS` on a 2-core CPU with at most `MAX_INPUT_BYTES` of
-inputs. The cost model counts FLOPs (torch's flop counter), bytes read and written by every op and the number
-of ops, all on the meta device, so the choice depends on the file alone (and torch's version), never on how
-busy the machine is: the same file gets the same sizes on every host. A real CPU forward at the chosen size is
-timed once (`cpu_ms`, 2 threads) and reported against `TARGET_MS`; it does not change the choice.
+inputs. The cost model counts FLOPs (torch's flop counter), bytes read and written by every op, the number
+of ops, and the pooling taps and arg-reduction elements that CPUs run slowly, all on the meta device, so the
+choice depends on the file alone (and torch's version), never on how busy the machine is: the same file gets
+the same sizes on every host. A real CPU forward at the chosen size is timed once (`time_forward`: 2-thread
+wall clock, one thread's CPU time) and reported against `TARGET_MS`; it does not change the choice.
 
 'alt' starts from 'small' and moves each slot to the nearest odd value (v-1, v+1, v-3, ...), else to a
 non-power-of-two multiple of its divisors, keeping each move the reference accepts; it must differ from small.
@@ -58,7 +59,7 @@ from typing import Any
 from .. import safe_ast
 from . import paths
 
-VERSION = 2
+VERSION = 3
 SIZE_DICTS = {"small": "SMALL_SIZES", "alt": "ALT_SIZES"}
 TARGET_MS = 50.0  # a small eager forward on a 2-core CPU should stay under this
 BUDGET_MS = 20.0  # what the cost model aims at: a margin under TARGET_MS for a model that errs low
@@ -71,10 +72,18 @@ FLOOR, BATCH_FLOOR = 8, 2
 FLOPS_PER_MS = 5e7
 BYTES_PER_MS = 5e6
 MS_PER_OP = 0.01
+# Ops the FLOP and byte counts miss, measured there with one thread (KernelBench level 1): pooling does one
+# compare or add per output element and kernel tap, ~5e5 per ms (MaxPool2d 4x4 over 32x32x64x64: 112 ms);
+# argmax/argmin over a middle dimension ~2.5e5 input elements per ms (128x128x255: 17 ms).
+WINDOW_TAPS_PER_MS = 5e5
+ARG_REDUCE_ELEMS_PER_MS = 2.5e5
 # Past these, a 'small' size would not be small: the file needs a SMALL_SIZES dict (or size globals) instead.
 HARD_MS = 500 * BUDGET_MS
 HARD_INPUT_BYTES = 256 << 20
-CPU_PROBE_MAX_BYTES = 256 << 20  # a model meta cannot run is run on the CPU only below this (inputs + weights)
+CPU_PROBE_MAX_BYTES = 256 << 20
+# A forward of more ops than this costs 10x the budget in op overhead alone: a probe stops counting there
+# (an LSTM's 512 decomposed steps take ~80k ops and half a minute on meta) and the size shrinks on.
+OP_CAP = int(10 * BUDGET_MS / MS_PER_OP)  # a model meta cannot run is run on the CPU only below this (inputs + weights)
 MAX_PROBES = 400
 
 _ROOTS = ("get_inputs", "get_init_inputs", "Model")
@@ -86,6 +95,11 @@ _memo: dict[str, dict[str, Any]] = {}
 
 class SizeError(ValueError):
     """Sizes cannot be derived; the message names the file, the global and the fix."""
+
+
+class _TooManyOps(BaseException):
+    """Raised inside a probe's forward past OP_CAP ops (a BaseException, so a model's `except Exception`
+    does not swallow it)."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -294,15 +308,16 @@ class Probe:
     flops: int = 0
     bytes_moved: int = 0
     ops: int = 0
+    slow_ms: float = 0.0  # ops the FLOP and byte counts miss (pooling windows, arg-reductions)
 
     @property
     def est_ms(self) -> float:
-        return self.flops / FLOPS_PER_MS + self.bytes_moved / BYTES_PER_MS + self.ops * MS_PER_OP
+        return self.flops / FLOPS_PER_MS + self.bytes_moved / BYTES_PER_MS + self.ops * MS_PER_OP + self.slow_ms
 
     def summary(self) -> dict[str, Any]:
         return {"status": self.status, "mode": self.mode, "error": self.error or None, "inputs": self.inputs,
                 "input_bytes": self.input_bytes, "param_bytes": self.param_bytes, "flops": self.flops,
-                "bytes_moved": self.bytes_moved, "ops": self.ops,
+                "bytes_moved": self.bytes_moved, "ops": self.ops, "slow_ms": round(self.slow_ms, 3),
                 "est_ms": round(self.est_ms, 3) if self.status == "ok" else None}
 
 
@@ -331,23 +346,36 @@ def _tensor_bytes(xs: Any) -> int:
 
 
 def _counting_modes() -> tuple[Any, Any]:
+    import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
     from torch.utils.flop_counter import FlopCounterMode
 
     class ByteCounter(TorchDispatchMode):
-        """Bytes read and written by every non-view op, and the number of ops."""
+        """Bytes read and written by every non-view op, the number of ops, and the time of the ops that FLOPs
+        and bytes misrepresent on a CPU (see WINDOW_TAPS_PER_MS)."""
 
         def __init__(self) -> None:
             super().__init__()
             self.bytes = 0
             self.ops = 0
+            self.slow_ms = 0.0
 
         def __torch_dispatch__(self, func, types_, args=(), kwargs=None):  # noqa: ANN001
             out = func(*args, **(kwargs or {}))
             if not getattr(func, "is_view", False):
                 self.ops += 1
+                if self.ops > OP_CAP:
+                    raise _TooManyOps()
                 self.bytes += _tensor_bytes(tree_leaves((args, kwargs or {}, out)))
+                op = str(getattr(func, "overloadpacket", ""))
+                if ("pool" in op and "adaptive" not in op and "backward" not in op and len(args) > 1
+                        and isinstance(args[1], (list, tuple)) and all(_is_int(k) for k in args[1])):
+                    first = next((t for t in tree_leaves(out) if isinstance(t, torch.Tensor)), None)
+                    if first is not None:
+                        self.slow_ms += first.numel() * math.prod(args[1]) / WINDOW_TAPS_PER_MS
+                elif op in ("aten.argmax", "aten.argmin") and args and isinstance(args[0], torch.Tensor):
+                    self.slow_ms += args[0].numel() / ARG_REDUCE_ELEMS_PER_MS
             return out
 
     return FlopCounterMode(display=False), ByteCounter()
@@ -466,6 +494,9 @@ class _Deriver:
             try:
                 with flop_mode, byte_mode:
                     model(*inputs)
+            except _TooManyOps:
+                p.status, p.error = "unchecked", f"stopped after {OP_CAP} ops: over budget by the op count alone"
+                return p
             except Exception as exc:
                 if not _meta_unsupported(exc):
                     return _invalid(p, f"forward: {_err(exc)}")
@@ -474,6 +505,7 @@ class _Deriver:
                     return p
                 return self._cpu_probe(module, p)
             p.flops, p.bytes_moved, p.ops = flop_mode.get_total_flops(), byte_mode.bytes, byte_mode.ops
+            p.slow_ms = byte_mode.slow_ms
             return p
 
     def _cpu_probe(self, module: types.ModuleType, p: Probe) -> Probe:
@@ -487,9 +519,13 @@ class _Deriver:
             flop_mode, byte_mode = _counting_modes()
             with flop_mode, byte_mode:
                 model(*inputs)
+        except _TooManyOps:
+            p.status, p.error = "unchecked", f"stopped after {OP_CAP} ops: over budget by the op count alone"
+            return p
         except Exception as exc:
             return _invalid(p, f"forward on the CPU: {_err(exc)}")
         p.flops, p.bytes_moved, p.ops = flop_mode.get_total_flops(), byte_mode.bytes, byte_mode.ops
+        p.slow_ms = byte_mode.slow_ms
         return p
 
     def measure(self, values: dict[Slot, int]) -> tuple[float | None, float | None, str | None]:
@@ -563,20 +599,24 @@ def _fixed_ints(analysis: _Analysis) -> list[int]:
     return out
 
 
-def _halvings(slot: Slot, cur: dict[Slot, int], live: list[Slot], fixed: list[int]) -> list[dict[Slot, int]]:
-    """Moves that halve one slot: to a multiple of the fixed ints that divide it, plainly, then jointly with
-    the live slots that divide it or that it divides (channels with groups, embedding with heads)."""
+def _halvings(slot: Slot, cur: dict[Slot, int], live: list[Slot], fixed: list[int],
+              step: int = 2) -> list[dict[Slot, int]]:
+    """Moves that divide one slot by `step` (then by 2, if `step` is larger): to a multiple of the fixed ints
+    that divide it, plainly, then jointly with the live slots that divide it or that it divides (channels
+    with groups, embedding with heads)."""
     v = cur[slot]
-    target = max(slot.floor, v // 2)
     g = _divisors_among(slot.default, fixed)
-    moves: list[dict[Slot, int]] = []
-    if g > 1 and (target // g) * g >= max(slot.floor, 1) and (target // g) * g < v:
-        moves.append({slot: (target // g) * g})
-    if target < v and {slot: target} not in moves:
-        moves.append({slot: target})
     partners = [s for s in live if s != slot and cur[s] > s.floor and (v % cur[s] == 0 or cur[s] % v == 0)]
-    if partners and target < v:
-        moves.append({slot: target, **{s: max(s.floor, cur[s] // 2) for s in partners}})
+    moves: list[dict[Slot, int]] = []
+    for div in dict.fromkeys((step, 2)):
+        target = max(slot.floor, v // div)
+        if target >= v:
+            continue
+        candidates = [{slot: (target // g) * g}] if g > 1 and slot.floor <= (target // g) * g < v else []
+        candidates.append({slot: target})
+        if partners:
+            candidates.append({slot: target, **{s: max(s.floor, cur[s] // div) for s in partners}})
+        moves += [m for m in candidates if m not in moves]
     return moves
 
 
@@ -606,10 +646,14 @@ def _shrink(d: _Deriver, p: Probe) -> tuple[dict[Slot, int], Probe, list[str], d
     while not _fits(p) and d.probes < MAX_PROBES:
         live = [s for s in slots if s.label not in frozen and cur[s] > s.floor]
         live.sort(key=lambda s: (-cur[s], s.order))  # largest first: shapes shrink evenly
+        # Far over budget, larger steps: fewer probes at the sizes where a meta forward is slowest (an LSTM's
+        # 512 steps), and never a coarser step near the budget.
+        over = p.est_ms / BUDGET_MS if p.status == "ok" else 0.0
+        step = 8 if over > 512 else 4 if over > 32 else 2
         moved = False
         for slot in live:
             last = ""
-            for move in _halvings(slot, cur, live, fixed):
+            for move in _halvings(slot, cur, live, fixed, step):
                 q = d.probe({**cur, **move})
                 if q.status != "invalid":
                     cur.update(move)
