@@ -63,7 +63,8 @@ def test_evaluation_package_imports_only_torch_numpy_stdlib():
     """The worker must run on a bare GPU host: no pydantic, langchain, chromadb, typer, rich..."""
     code = (
         "import sys\n"
-        "import htam_agent.evaluation.worker, htam_agent.evaluation.runner, htam_agent.evaluation.__main__\n"
+        "import htam_agent.evaluation.checker, htam_agent.evaluation.sandbox, htam_agent.evaluation.runner\n"
+        "import htam_agent.evaluation.__main__, htam_agent.evaluation.sizes\n"
         "bad = sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'langchain', 'langchain_core', "
         "'langgraph', 'chromadb', 'typer', 'rich', 'sentence_transformers', 'tenacity', 'openai'})\n"
         "print(','.join(bad))\n"
