@@ -91,27 +91,45 @@ class WallClock:
         p90 = cal[min(len(cal) - 1, int(0.9 * len(cal)))]
         return med + 3 * max(p90 - med, 0.0) + 0.02
 
-    def judge(self, verdict: dict[str, Any], device_type: str) -> None:
+    def record(self) -> dict[str, Any]:
         if not self.walls or not self.reported:
-            return
+            return {}
+        return {"checker_median_ms": round(statistics.median(self.walls), 4),
+                "overhead_allowance_ms": round(self.allowance_ms(), 4),
+                "reported_median_ms": round(statistics.median(self.reported), 4),
+                "drain_ms": round(self.drain_ms, 4), "calls": len(self.walls)}
+
+    def findings(self, device_type: str) -> list[tuple[str, str]]:
+        """(flag, reason) for what the checker's clock contradicts; nothing is added to a verdict here, so the
+        caller can ask for a second timing before believing a finding (a busy machine makes one round trip
+        slow now and then; a forged timer or deferred work is slow every time)."""
+        if not self.walls or not self.reported:
+            return []
         bound = WALL_BOUND["cuda" if device_type == "cuda" else "cpu"]
         allowance = self.allowance_ms()
         wall = statistics.median(self.walls)
-        floor = wall - allowance
         rep = statistics.median(self.reported)
-        verdict["wall_clock"] = {"checker_median_ms": round(wall, 4), "overhead_allowance_ms": round(allowance, 4),
-                                 "reported_median_ms": round(rep, 4), "drain_ms": round(self.drain_ms, 4),
-                                 "calls": len(self.walls)}
+        out = []
+        if rep < bound["factor"] * (wall - allowance) - bound["abs_ms"]:
+            out.append(("timing_below_wall_clock",
+                        f"the candidate's process reported {rep:.4f} ms per call, but the checker's own clock saw "
+                        f"{wall:.4f} ms per call of which at most {allowance:.4f} ms is overhead: the reported "
+                        "times are not believed"))
+        if self.drain_ms - allowance > max(bound["abs_ms"], 0.5 * wall, 1.0):
+            out.append(("work_after_return",
+                        f"the device was still busy {self.drain_ms:.2f} ms after the last timed call returned; all "
+                        "work must finish inside forward (join threads, synchronize side streams)"))
+        return out
+
+    def judge(self, verdict: dict[str, Any], device_type: str) -> None:
+        """Record the clock's figures and flag every finding (no second opinion)."""
+        if not self.walls or not self.reported:
+            return
+        verdict["wall_clock"] = self.record()
         seen = {f["name"] for f in verdict["flags"]}
-        if rep < bound["factor"] * floor - bound["abs_ms"] and "timing_below_wall_clock" not in seen:
-            add_flag(verdict, "timing_below_wall_clock",
-                     f"the candidate's process reported {rep:.4f} ms per call, but the checker's own clock saw "
-                     f"{wall:.4f} ms per call of which at most {allowance:.4f} ms is overhead: the reported times "
-                     "are not believed")
-        if self.drain_ms - allowance > max(bound["abs_ms"], 0.5 * wall, 1.0) and "work_after_return" not in seen:
-            add_flag(verdict, "work_after_return",
-                     f"the device was still busy {self.drain_ms:.2f} ms after the last timed call returned; all "
-                     "work must finish inside forward (join threads, synchronize side streams)")
+        for name, reason in self.findings(device_type):
+            if name not in seen:
+                add_flag(verdict, name, reason)
 
 
 # IQR / median above which a timing is re-taken once, and then reported as unreliable (a warning): the

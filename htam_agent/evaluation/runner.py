@@ -322,7 +322,8 @@ class Evaluator:
         verdict["kind"] = "baseline"
         if verdict["status"] == "accepted":
             self._baselines[key] = verdict
-            if self.store is not None:
+            steady = not any(f.get("name") == "timing_unreliable" for f in verdict.get("flags", []))
+            if self.store is not None and steady:  # an unreliable baseline is measured again next run
                 self.store.put(key, verdict)
         return verdict
 
@@ -343,7 +344,10 @@ class Evaluator:
         verdict["task_sha256"] = _sha(cand.task_source)
         verdict["device_name"] = self.device
         verdict["evaluator_version"] = EVALUATOR_VERSION
-        if self.store is not None and verdict["status"] not in ("error",):
+        # Not stored: the evaluator's own failures, and verdicts whose timing was unreliable (a busy machine;
+        # measured again next time rather than replayed for ever).
+        unreliable = any(f.get("name") == "timing_unreliable" for f in verdict.get("flags", []))
+        if self.store is not None and verdict["status"] not in ("error",) and not unreliable:
             self.store.put(key, verdict)
         return verdict
 

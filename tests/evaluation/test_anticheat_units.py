@@ -95,7 +95,7 @@ class JoinedThreads(torch.nn.Module):
 
 def _flags(model: str, task, tmp_path) -> set[str]:
     with python_candidate_run(MODELS + f"\nModelNew = {model}\n", task, tmp_path) as run:
-        _, problems = checker.time_candidate(run, PLAN, recheck=True, calibration=[0.0])
+        _, problems, _ = checker.time_candidate(run, PLAN, recheck=True, calibration=[0.0])
     return {flag for flag, _ in problems}
 
 
