@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("kernelbench", type=Path, help="a KernelBench checkout (the folder holding level1, ...)")
     ap.add_argument("--levels", default="1,2,3")
-    ap.add_argument("--only", default="", help="only files whose name contains this")
+    ap.add_argument("--only", default="", help="only files whose name contains one of these (comma-separated)")
     ap.add_argument("--reps", type=int, default=20, help="timed forwards per size (fewer past 3 s of them)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", type=Path, default=None, help="JSONL, one object per file")
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     t_all = time.perf_counter()
     for level in (f"level{n.strip()}" for n in args.levels.split(",")):
         for path in task_paths(args.kernelbench / level):
-            if args.only and args.only not in path.name:
+            if args.only and not any(o and o in path.name for o in args.only.split(",")):
                 continue
             rec = run_file(path, args.reps)
             by_level.setdefault(level, []).append(rec)

@@ -28,8 +28,9 @@ choice depends on the file alone (and torch's version), never on how busy the ma
 the same sizes on every host. A real CPU forward at the chosen size is timed once (`time_forward`: 2-thread
 wall clock, one thread's CPU time) and reported against `TARGET_MS`; it does not change the choice.
 
-'alt' starts from 'small' and moves each slot to the nearest odd value (v-1, v+1, v-3, ...), else to a
-non-power-of-two multiple of its divisors, keeping each move the reference accepts; it must differ from small.
+'alt' starts from 'small' and moves each slot to the nearest other odd value (v-1, v+1, v-3, ... for an even
+v; v-2, v+2, ... for an odd one), else to a non-power-of-two multiple of its divisors, keeping each move the
+reference accepts; it must differ from small.
 
 Ops the meta device cannot run (data-dependent `.item()`, CPU-only kernels) fall back to building the model on
 the CPU and moving it to meta, then to a real CPU forward once the inputs and weights are small enough.
@@ -624,7 +625,7 @@ def _odd_values(slot: Slot, cur: dict[Slot, int], fixed: list[int], others: list
     """Alt values for a slot, nearest first: odd neighbours, then non-power-of-two multiples of the fixed ints
     that divide it (groups, heads), then of every other size that divides it."""
     v = cur[slot]
-    out: list[int] = [c for d in (1, 3, 5) for c in (v - d, v + d) if c > 1 and c % 2 == 1]
+    out: list[int] = [c for d in range(1, 7) for c in (v - d, v + d) if c > 1 and c % 2 == 1]  # v±1.. or v±2..
     for g in dict.fromkeys((_divisors_among(v, fixed), _divisors_among(v, fixed + others))):
         if g <= 1:
             continue

@@ -201,6 +201,16 @@ def test_attention_heads_keep_dividing_the_embedding(tmp_path):
     assert alt.embed_dim != small.embed_dim and not is_pow2(alt.embed_dim)
 
 
+def test_a_size_that_is_odd_already_moves_to_another_odd_value(tmp_path):
+    text = (RELU.replace("torch.relu(x)", "x.sum(dim=1)").replace("dim = 393216", "dim = 4095")
+            .replace("batch_size = 4096", "batch_size = 16"))
+    p = write(tmp_path, "47_sum.py", text)
+    small, alt = load_task(p, size="small").module, load_task(p, size="alt").module
+    assert small.dim % 2 == 1, "halving 4095 keeps it odd: the case under test"
+    assert alt.dim % 2 == 1 and alt.dim != small.dim and abs(alt.dim - small.dim) <= 6
+    assert alt.batch_size % 2 == 1
+
+
 def test_literal_sizes_cannot_be_derived_and_the_message_says_what_to_add(tmp_path):
     p = write(tmp_path, "literal.py", LITERALS)
     task = load_task(p)
