@@ -788,7 +788,8 @@ def run_job(job: dict[str, Any], events: Events, sandbox: SandboxClient | None) 
             sandbox.device_type = run.device.type
         verdict["device"] = run.backend.device_info()
         run.task = load_task_source(job["task_source"], job["task_path"], size=job["size"],
-                                    name=job.get("task_name"), check_inputs=False)
+                                    name=job.get("task_name"), check_inputs=False,
+                                    derived=job.get("derived_sizes"))
         verdict["size"] = job["size"]
         if job["mode"] == "baseline":
             baseline(run)

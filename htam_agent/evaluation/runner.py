@@ -279,19 +279,48 @@ class Evaluator:
         self.device = device or device_name(self.options.backend)
         self.build_root = self.options.build_root or str(paths.build_dir())
         self._baselines: dict[str, dict[str, Any]] = {}
+        self._derived: dict[str, tuple[str, dict[str, Any] | None]] = {}
 
     # -- keys ------------------------------------------------------------------------------------------
     def key(self, cand: Candidate) -> str:
         size = self.options.resolve_size(cand.task_source, cand.task_path)
-        return candidate_key(cand.source, cand.task_source, size, self.options.backend, self.device,
-                             self.options.key_fields())
+        extra = self.options.key_fields()
+        derived = self.derived_sizes(cand)
+        if derived is not None:  # a derived size is part of what was evaluated (it may change with the deriver)
+            extra["derived_sizes"] = derived
+        return candidate_key(cand.source, cand.task_source, size, self.options.backend, self.device, extra)
 
     def baseline_key(self, cand: Candidate) -> str:
         size = self.options.resolve_size(cand.task_source, cand.task_path)
         # Keyed by device, not backend: cuda and triton candidates share the GPU's eager/compile timings.
         device_type = "cpu" if self.options.backend == "cpp" else "gpu"
+        extra: dict[str, Any] = {"timing_plan": self.options.timing_plan}
+        derived = self.derived_sizes(cand)
+        if derived is not None and size != "default":
+            extra["derived_sizes"] = derived.get(size)
         return candidate_key("<baseline>" + ",".join(self.options.baselines), cand.task_source, size,
-                             device_type, self.device, {"timing_plan": self.options.timing_plan})
+                             device_type, self.device, extra)
+
+    def derived_sizes(self, cand: Candidate) -> dict[str, Any] | None:
+        """The small/alt sizes derived for a task file without SMALL_SIZES / ALT_SIZES (KernelBench's files),
+        made here once (cached per content) and sent in the job, so that no process near candidate code
+        derives sizes or reads their cache; None when the file defines both dicts."""
+        if cand.task_path in self._derived:
+            return self._derived[cand.task_path][1] if self._derived[cand.task_path][0] == cand.task_source else (
+                self._derive(cand))
+        return self._derive(cand)
+
+    def _derive(self, cand: Candidate) -> dict[str, Any] | None:
+        from . import sizes
+
+        derived: dict[str, Any] | None = None
+        if not {"small", "alt"} <= sizes.explicit_dicts(cand.task_source, cand.task_path):
+            try:
+                derived = sizes.derived_overrides(cand.task_source, cand.task_path)
+            except Exception:  # a file the deriver cannot read: the checker reports the task's own error
+                derived = None
+        self._derived[cand.task_path] = (cand.task_source, derived)
+        return derived
 
     def _job(self, cand: Candidate, mode: str) -> dict[str, Any]:
         o = self.options
@@ -301,7 +330,7 @@ class Evaluator:
             "size": o.resolve_size(cand.task_source, cand.task_path), "alt_size": o.alt_size, "trials": o.trials,
             "tier": o.tier, "timing": o.timing, "timing_plan": o.timing_plan, "baselines": list(o.baselines),
             "threads": o.threads, "device_index": o.device_index, "build_root": self.build_root,
-            "fast_build": o.fast_build,
+            "fast_build": o.fast_build, "derived_sizes": self.derived_sizes(cand),
         }
 
     # -- phases ----------------------------------------------------------------------------------------
