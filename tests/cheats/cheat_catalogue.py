@@ -98,7 +98,8 @@ CPP_CHEATS: list[Cheat] = [
     # Honest for its first 20 calls: which check sees the first replayed call depends on how many calls the
     # timing plan makes (the tests' short plan ends before call 20; then the other init arguments see it).
     _c("cpp/p08_call_count_replay.py", "elementwise_leaky_relu", 8, "timed_output_mismatch", "kernel_not_used",
-       "other_init:values", "other_shape:values", "other_shape:shape"),
+       "other_init:values", "other_init:nan_or_inf", "other_shape:values", "other_shape:nan_or_inf",
+       "other_shape:shape"),
     # Timed inputs change a few scattered elements before every call: the sampled fingerprint still hits and
     # the re-checked timed output is stale; the identity sabotage (on the very tensors of a normal call just
     # before) is not what its NaN canary looks for, so its cache answers and the output stays right.
