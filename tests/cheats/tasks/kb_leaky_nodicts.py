@@ -13,7 +13,7 @@ class Model(nn.Module):
     """Applies LeakyReLU with a given negative slope."""
 
     def __init__(self, negative_slope: float = 0.01):
-        super(Model, self).__init__()
+        super(Model, self).__init__()  # noqa: UP008 (KernelBench's own style, on purpose)
         self.negative_slope = negative_slope
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

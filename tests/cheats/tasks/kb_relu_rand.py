@@ -14,7 +14,7 @@ class Model(nn.Module):
     """Applies ReLU."""
 
     def __init__(self):
-        super(Model, self).__init__()
+        super(Model, self).__init__()  # noqa: UP008 (KernelBench's own style, on purpose)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.relu(x)
