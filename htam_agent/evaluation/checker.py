@@ -61,10 +61,6 @@ class Events:
             data = data[n:]
 
 
-class Stop(Exception):
-    """Ends the phases early; the verdict already says why."""
-
-
 @dataclass
 class Run:
     """One evaluation: the job, the verdict being assembled, and what the phases share."""
@@ -272,12 +268,11 @@ def check_repeats(run: Run, repeats: int = 8) -> bool:
 # Timing: the reference here, the candidate in the sandbox one call at a time under the checker's clock
 
 
-def fits_sets(inputs: list[Any], device: Any, n_sets: int, copies: int = 2) -> int:
-    """How many distinct input sets to rotate through while timing (fresh inputs, cheat pattern 8); each
-    set exists `copies` times (the sandbox's buffers and the checker's mirror)."""
+def fits_sets(inputs: list[Any], device: Any, n_sets: int) -> int:
+    """How many distinct input sets to rotate through while timing (fresh inputs, cheat pattern 8)."""
     if device.type != "cuda":
         return n_sets
-    need = copies * sum(x.untyped_storage().nbytes() for x in inputs if isinstance(x, torch.Tensor))
+    need = sum(x.untyped_storage().nbytes() for x in inputs if isinstance(x, torch.Tensor))
     free, _ = torch.cuda.mem_get_info()
     return max(1, min(n_sets, int(free * 0.4 // max(need, 1))))
 
@@ -285,7 +280,7 @@ def fits_sets(inputs: list[Any], device: Any, n_sets: int, copies: int = 2) -> i
 def time_reference(model: Any, run: Run, plan: timing.TimingPlan, n_sets: int = 3) -> dict[str, Any]:
     """Eager or compiled reference, timed in this process under the same protocol."""
     first = inp.make_inputs(run.task, run.device, run.seed + 100, "task")
-    n = fits_sets(first, run.device, n_sets, copies=1)
+    n = fits_sets(first, run.device, n_sets)
     sets = [first] + [inp.make_inputs(run.task, run.device, run.seed + 100 + i, "task") for i in range(1, n)]
 
     def call(i: int) -> Any:
@@ -333,7 +328,7 @@ def time_candidate(run: Run, plan: timing.TimingPlan, recheck: bool, calibration
         return inp.make_inputs(run.task, device, run.seed + 100 + s, "task")
 
     first = draw(0)
-    n = fits_sets(first, device, n_sets, copies=1)
+    n = fits_sets(first, device, n_sets)
     uploaded = [sb.upload(first if s == 0 else draw(s), run.left()) for s in range(n)]
     del first
     free_cached(run)
@@ -562,9 +557,7 @@ def phase_timing(run: Run) -> bool:
             stats, wall = again, wall_again
         if judge.unreliable(stats, run.device.type):
             judge.flag_unreliable(run.verdict, "the candidate", stats)
-    run.verdict["wall_clock"] = wall.record()
-    for name, reason in clock:
-        add_flag(run.verdict, name, reason)
+    wall.judge(run.verdict, run.device.type, findings=clock)
     run.verdict["timing"]["candidate"] = stats
     seen: set[str] = set()
     for flag, detail in problems:
@@ -842,16 +835,17 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(0)
     job = json.loads(line)
     imports = round(_T_IMPORTED - _T_START, 3)
-    if job["mode"] == "baseline":
+    keep = bool(job.get("keep_scratch")) and job["mode"] != "baseline"
+    if job["mode"] == "baseline":  # no candidate: the pre-started sandbox goes before anything is timed
         sandbox.kill()
     verdict = run_job(job, events, sandbox if job["mode"] != "baseline" else None)
     verdict["phase_seconds"]["imports"] = imports
     if job["mode"] != "baseline":
         verdict["sandbox_stderr_tail"] = sandbox.stderr_tail(2000)
         sandbox.kill()
-        if job.get("keep_scratch"):
-            verdict["scratch"] = str(sandbox.scratch)
-        sandbox.cleanup(keep=bool(job.get("keep_scratch")))
+    if keep:
+        verdict["scratch"] = str(sandbox.scratch)
+    sandbox.cleanup(keep=keep)
     containment.kill_tree(None)
     events.emit({"event": "verdict", "verdict": verdict})
     sys.stdout.flush()

@@ -12,7 +12,6 @@ from typing import Any
 
 from .tasks import validate_inputs
 
-TIERS = ("bare", "default", "thorough")
 SHIFT_STDS = 16.0  # the shifted trial adds 16 standard deviations: E[x^2] - E[x]^2 in fp32 breaks, two passes do not
 
 

@@ -121,13 +121,15 @@ class WallClock:
                         "work must finish inside forward (join threads, synchronize side streams)"))
         return out
 
-    def judge(self, verdict: dict[str, Any], device_type: str) -> None:
-        """Record the clock's figures and flag every finding (no second opinion)."""
+    def judge(self, verdict: dict[str, Any], device_type: str,
+              findings: list[tuple[str, str]] | None = None) -> None:
+        """Record the clock's figures and flag the findings: this clock's own, or those the caller kept
+        (the ones that recurred in a second timing)."""
         if not self.walls or not self.reported:
             return
         verdict["wall_clock"] = self.record()
         seen = {f["name"] for f in verdict["flags"]}
-        for name, reason in self.findings(device_type):
+        for name, reason in self.findings(device_type) if findings is None else findings:
             if name not in seen:
                 add_flag(verdict, name, reason)
 

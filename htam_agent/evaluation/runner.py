@@ -32,7 +32,7 @@ from .verdict import EVALUATOR_VERSION, STATUSES, add_flag, finalize, new_verdic
 
 _PKG_PARENT = str(Path(__file__).resolve().parents[2])
 _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION)", re.I)
-TIERS = ("bare", "default", "thorough")  # the same names as inputs.TIERS (the parent never imports torch)
+TIERS = ("bare", "default", "thorough")  # read by the checker from the job (inputs.trial_plan)
 
 
 @dataclass
@@ -305,10 +305,8 @@ class Evaluator:
         """The small/alt sizes derived for a task file without SMALL_SIZES / ALT_SIZES (KernelBench's files),
         made here once (cached per content) and sent in the job, so that no process near candidate code
         derives sizes or reads their cache; None when the file defines both dicts."""
-        if cand.task_path in self._derived:
-            return self._derived[cand.task_path][1] if self._derived[cand.task_path][0] == cand.task_source else (
-                self._derive(cand))
-        return self._derive(cand)
+        cached = self._derived.get(cand.task_path)
+        return cached[1] if cached and cached[0] == cand.task_source else self._derive(cand)
 
     def _derive(self, cand: Candidate) -> dict[str, Any] | None:
         from . import sizes

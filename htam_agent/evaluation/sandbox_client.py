@@ -13,7 +13,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -240,6 +239,3 @@ class SandboxClient:
 
             shutil.rmtree(self.scratch, ignore_errors=True)
 
-
-def wait_deadline(deadline: float) -> float:
-    return max(0.001, deadline - time.monotonic())
