@@ -70,6 +70,20 @@ def sanitize(knobs: Mapping[str, Any], space: Mapping[str, tuple[Any, ...]], def
     return {k: (knobs[k] if k in knobs and knobs[k] in space[k] else default[k]) for k in default}
 
 
+class Variants:
+    """A family's curated knob sets: the default first, then variations of it. Knobs outside the family's
+    space are ignored (a variation written for every backend), and a set already listed is not added again."""
+
+    def __init__(self, base: Knobs, space: Mapping[str, tuple[Any, ...]]) -> None:
+        self.base, self.space, self.items = base, space, [base]
+
+    def add(self, **knobs: Any) -> None:
+        k = dict(self.base)
+        k.update({a: b for a, b in knobs.items() if a in self.space})
+        if k not in self.items:
+            self.items.append(k)
+
+
 def ext_name(prefix: str, source: str) -> str:
     """A load_inline module name unique to the source (two candidates never share a build folder name)."""
     return f"{prefix}_{hashlib.sha256(source.encode()).hexdigest()[:12]}"

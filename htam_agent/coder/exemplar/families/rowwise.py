@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..common import NEXT, Knobs, ext_name, frame, prefix_lines
+from ..common import NEXT, Knobs, Variants, ext_name, frame, prefix_lines
 from ..ops import c_function, tl_body
 from ..spec import Pattern
 
@@ -80,13 +80,8 @@ DIRECTION_MOVES: dict[str, Knobs] = {
 def curated(pattern: Pattern, backend: str) -> list[Knobs]:
     base = default(pattern, backend)
     sp = space(pattern, backend)
-    out = [base]
-
-    def add(**kw: Any) -> None:
-        k = dict(base)
-        k.update({a: b for a, b in kw.items() if a in sp})
-        if k not in out:
-            out.append(k)
+    variants = Variants(base, sp)
+    add, out = variants.add, variants.items
 
     on = {"passes": "online"} if "passes" in sp else {}
     if "bias" in sp:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...base import UnsupportedTask
-from ..common import NEXT, Knobs, ext_name, frame
+from ..common import NEXT, Knobs, Variants, ext_name, frame
 from ..ops import c_expr, c_literal
 from ..program import E, Program, Stage, replace
 from ..spec import Pattern
@@ -117,13 +117,8 @@ def curated(pattern: Pattern, backend: str) -> list[Knobs]:
     """The default first, then single knob changes, then a few combinations (<= 24)."""
     base = default(pattern, backend)
     sp = space(pattern, backend)
-    out = [base]
-
-    def add(**kw: Any) -> None:
-        k = dict(base)
-        k.update({a: b for a, b in kw.items() if a in sp})
-        if k not in out:
-            out.append(k)
+    variants = Variants(base, sp)
+    add, out = variants.add, variants.items
 
     for key, values in sp.items():
         for v in values[1:]:
