@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from bench_helpers import logging_run_fn
+from support.kernelbench_files import HEAD, RELU, TINY_MLP
 from typer.testing import CliRunner
 
 from htam_agent.bench import runner
@@ -20,26 +21,6 @@ from htam_agent.bench.report import write_report
 from htam_agent.bench.runner import BenchConfig, TaskCheck, run_bench
 from htam_agent.bench.suite import resolve_suite
 from htam_agent.context import RunContext
-
-HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
-
-RELU = HEAD + '''class Model(nn.Module):
-    def __init__(self):
-        super(Model, self).__init__()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x)
-
-batch_size = 4096
-dim = 393216
-
-def get_inputs():
-    x = torch.rand(batch_size, dim)
-    return [x]
-
-def get_init_inputs():
-    return []
-'''
 
 GEMM_CHAIN = HEAD + '''class Model(nn.Module):
     """Gemm, multiply by a scalar, LeakyReLU."""
@@ -65,33 +46,6 @@ def get_inputs():
 
 def get_init_inputs():
     return [in_features, out_features, multiplier, negative_slope]
-'''
-
-TINY_MLP = HEAD + '''class Model(nn.Module):
-    def __init__(self, input_size, layer_sizes, output_size):
-        super(Model, self).__init__()
-        layers = []
-        current = input_size
-        for size in layer_sizes:
-            layers.append(nn.Linear(current, size))
-            layers.append(nn.ReLU())
-            current = size
-        layers.append(nn.Linear(current, output_size))
-        self.network = nn.Sequential(*layers)
-
-    def forward(self, x):
-        return self.network(x)
-
-batch_size = 128
-input_size = 4096
-layer_sizes = [2048, 1024]
-output_size = 512
-
-def get_inputs():
-    return [torch.rand(batch_size, input_size)]
-
-def get_init_inputs():
-    return [input_size, layer_sizes, output_size]
 '''
 
 NO_INPUTS = HEAD + '''class Model(nn.Module):
