@@ -349,8 +349,7 @@ class Evaluator:
         verdict["kind"] = "baseline"
         if verdict["status"] == "accepted":
             self._baselines[key] = verdict
-            steady = not any(f.get("name") == "timing_unreliable" for f in verdict.get("flags", []))
-            if self.store is not None and steady:  # an unreliable baseline is measured again next run
+            if self.store is not None and storable(verdict):  # an unreliable one is measured again next run
                 self.store.put(key, verdict)
         return verdict
 
@@ -371,10 +370,7 @@ class Evaluator:
         verdict["task_sha256"] = _sha(cand.task_source)
         verdict["device_name"] = self.device
         verdict["evaluator_version"] = EVALUATOR_VERSION
-        # Not stored: the evaluator's own failures, and verdicts whose timing was unreliable (a busy machine;
-        # measured again next time rather than replayed for ever).
-        unreliable = any(f.get("name") == "timing_unreliable" for f in verdict.get("flags", []))
-        if self.store is not None and verdict["status"] not in ("error",) and not unreliable:
+        if self.store is not None and storable(verdict):
             self.store.put(key, verdict)
         return verdict
 
@@ -422,6 +418,17 @@ class Evaluator:
         if verdict["status"] == "accepted":
             verdict["reason"] = ""
             finalize(verdict)
+
+
+def storable(verdict: dict[str, Any]) -> bool:
+    """Whether a verdict may be replayed from the store instead of measured again.
+
+    Not stored: the evaluator's own failures, and verdicts whose timing was unreliable (a busy machine); those
+    are measured again next time rather than replayed for ever.
+    """
+    if verdict.get("status") == "error":
+        return False
+    return not any(f.get("name") == "timing_unreliable" for f in verdict.get("flags", []))
 
 
 def _sha(text: str) -> str:

@@ -164,6 +164,7 @@ def test_invalid_candidate_without_kernel(evaluator, relu_task):
 
 
 def test_timing_and_eager_baseline_are_reported(build_root, relu_task, tmp_path):
+    from htam_agent.evaluation.runner import storable
     from htam_agent.evaluation.store import VerdictStore
 
     store = VerdictStore(tmp_path / "verdicts")
@@ -175,8 +176,33 @@ def test_timing_and_eager_baseline_are_reported(build_root, relu_task, tmp_path)
     cand, eager = v["timing"]["candidate"], v["timing"]["eager"]
     assert cand["reps"] >= 5 and cand["median_ms"] > 0 and eager["median_ms"] > 0
     assert v["speedup_vs_eager"] == pytest.approx(eager["median_ms"] / cand["median_ms"], rel=1e-3)
-    # The second evaluation comes from the content-addressed store, not a new worker.
-    t0 = time.time()
+    # A steady timing is replayed from the store; one a busy machine made unreliable is measured again.
     again = ev.evaluate(candidate("pass", relu_task))
-    assert again.get("cached") is True and again["key"] == v["key"]
-    assert time.time() - t0 < 2
+    assert again["key"] == v["key"]
+    assert bool(again.get("cached")) is storable(v)
+    assert (v["key"] in store) is storable(v)
+
+
+def test_verdict_without_timing_is_replayed_from_the_store(build_root, relu_task, tmp_path):
+    from htam_agent.evaluation.store import VerdictStore
+
+    store = VerdictStore(tmp_path / "verdicts")
+    opts = EvalOptions(backend="cpp", timing=False, baselines=(), build_root=build_root, run_timeout_s=20)
+    ev = Evaluator(opts, store=store)
+    wrong = candidate("x = x * 2", relu_task)
+    v = ev.evaluate(wrong)
+    assert v["status"] == "incorrect" and v["key"] in store
+    t0 = time.time()
+    again = ev.evaluate(wrong)
+    assert again.get("cached") is True and again["key"] == v["key"] and again["status"] == "incorrect"
+    assert time.time() - t0 < 2, "a stored verdict must not start a new checker"
+
+
+def test_only_steady_verdicts_are_stored():
+    from htam_agent.evaluation.runner import storable
+
+    flag = {"name": "timing_unreliable", "reason": "spread 40%", "rejects": False}
+    assert storable({"status": "accepted", "flags": []})
+    assert storable({"status": "incorrect", "flags": []})
+    assert not storable({"status": "accepted", "flags": [flag]})
+    assert not storable({"status": "error", "flags": []})
