@@ -119,11 +119,16 @@ class HTAMemory:
 
     def select_directions(self, state: MemoryState | StateKey, history: Sequence[str | HistoryStep] = (),
                           seed: int = 0, top: int | None = None, *, task: TaskMemory | None = None,
-                          policy: PolicyConfig | None = None) -> list[ScoredDirection]:
+                          policy: PolicyConfig | None = None, use_transitions: bool = True) -> list[ScoredDirection]:
         """Rank the directions for this state and history (oldest first), each with its reason and evidence.
 
         ``task`` (what this task did so far) turns on the no-repeat rules: a direction whose last two attempts
-        failed steps aside, and one whose fitting strategies are all in the current best (or failed here) too."""
+        failed steps aside, and one whose fitting strategies are all in the current best (or failed here) too.
+        ``policy`` replaces the memory's weights for this call; ``use_transitions=False`` turns off the terms
+        learned from recorded transitions (the ablation: priors, state fit, exploration, the task's rules)."""
+        weights = policy or self.policy
+        if not use_transitions:
+            weights = weights.without_transitions()
         key = state.key if isinstance(state, MemoryState) else state
         steps = as_history(history)
         self._check_directions(s.direction for s in steps)
@@ -133,7 +138,7 @@ class HTAMemory:
             counts = count_fitting(self.strategies(), state, key.backend, exclude)
             features = state.features
         ranked = score_directions(self.catalog.directions, key, steps, self.transitions.index(),
-                                  policy or self.policy, seed, task=task, strategy_counts=counts,
+                                  weights, seed, task=task, strategy_counts=counts,
                                   features=features)
         return ranked[:top] if top else ranked
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -64,6 +64,11 @@ class PolicyConfig:
     w_feature: float = 0.6
     min_similarity: float = 0.05
     tie_jitter: float = 1e-6
+
+    def without_transitions(self) -> PolicyConfig:
+        """These weights with the two terms read from recorded transitions (w_edge, w_similar) off: the
+        no-transitions ablation, which ranks by priors, state fit, exploration and the task's rules."""
+        return replace(self, w_edge=0.0, w_similar=0.0)
 
 
 def value_of(n: float, sum_reward: float, shrinkage: float) -> float:

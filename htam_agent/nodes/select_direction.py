@@ -11,7 +11,6 @@ coder as advice (`advice`), the direction of the first slot is the step's headli
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 from typing import Any
 
 from langgraph.config import get_stream_writer
@@ -29,11 +28,8 @@ ADVICE_SIZE = 4
 def _ranked(state: AgentState, ctx: RunContext) -> list[Any]:
     mem = memory_for(ctx)
     assert mem is not None
-    policy = mem.policy
-    if not ctx.use_transitions:
-        policy = replace(policy, w_edge=0.0, w_similar=0.0)
     return mem.select_directions(memory_state(state, ctx), history_steps(state), seed=ctx.seed + state.get("step", 0),
-                                 task=task_memory(state, ctx), policy=policy)
+                                 task=task_memory(state, ctx), use_transitions=ctx.use_transitions)
 
 
 def portfolio(ids: list[str], k: int) -> list[str]:

@@ -100,6 +100,18 @@ def test_learning_carries_over_to_a_new_task_of_the_same_operator_class(mem):
     fresh.close()
 
 
+def test_use_transitions_false_ranks_without_the_learned_terms(mem):
+    st = state(text="fp32 GEMM 3072x3072")
+    _teach(mem, prev=A, good=B, bad=C)
+    learned = {s.id: s for s in mem.select_directions(st, [A])}
+    assert learned[B].components["transition"] > 0
+    ablated = mem.select_directions(st, [A], use_transitions=False)
+    assert all(s.components["transition"] == s.components["similar"] == 0.0 for s in ablated)
+    same = mem.select_directions(st, [A], policy=PolicyConfig(w_edge=0.0, w_similar=0.0))
+    assert [(s.id, s.score) for s in ablated] == [(s.id, s.score) for s in same]
+    assert [s.id for s in ablated].index(C) < [s.id for s in ablated].index(B)  # back to the priors' order
+
+
 def test_a_direction_that_just_failed_is_penalized(mem):
     st = state()
     plain = {s.id: s.score for s in mem.select_directions(st, [A])}
