@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from htam_agent.backends import REGISTRY, spec
+
 from .backends import BACKEND_NAMES, detect_backend
 from .report import format_verdict
 from .runner import Candidate, EvalOptions, Evaluator
@@ -39,7 +41,9 @@ def _options(args: argparse.Namespace, backend: str) -> EvalOptions:
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", choices=BACKEND_NAMES, help="default: detected from the candidate source")
+    p.add_argument("--backend", choices=BACKEND_NAMES,
+                   help="; ".join(f"{s.name}: {s.description}" for s in REGISTRY.values())
+                   + " (default: detected from the candidate source)")
     p.add_argument("--size", choices=("default", "small", "alt"), help="default: small on cpp, else default")
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--tier", choices=("default", "thorough", "bare"), default="default",
@@ -191,19 +195,21 @@ def _pairs(args: argparse.Namespace) -> list[tuple[str, str]]:
             ex = files[0][0]
             raise BatchError(f"--tasks {tasks} needs --candidates DIR: the folder holding one subfolder per task, "
                              f"named after the task file, with that task's candidates (ModelNew) in it, e.g. "
-                             f"DIR/{ex.stem}/{backend or 'cpp'}_mine.py; or pass --pairs FILE instead")
+                             f"DIR/{ex.stem}/{spec(backend or 'cpp').candidate_file('mine')}; or pass --pairs "
+                             "FILE instead")
     root = Path(cands).expanduser()
+    pattern = spec(backend).candidate_glob if backend else "*.py"
     if not root.is_dir():
         raise BatchError(f"--candidates {cands}: no such folder (it should hold DIR/<task file stem>/"
-                         f"{backend or '<backend>'}_*.py)")
-    pattern = f"{backend}_*.py" if backend else "*.py"
+                         f"{pattern if backend else '<backend>_*.py'})")
     pairs, looked, other = [], [], []
     for task, level in files:
         found: list[Path] = []
         for folder in _candidate_dirs(root, task, level):
             found += [c for c in sorted(folder.glob(pattern)) if not c.name.startswith("_") and c not in found]
             if backend:
-                other += [c for c in sorted(folder.glob("*.py")) if not c.name.startswith(f"{backend}_")]
+                prefix = spec(backend).candidate_prefix
+                other += [c for c in sorted(folder.glob("*.py")) if not c.name.startswith(prefix)]
         pairs += [(str(task), str(c)) for c in found]
         if not found:
             looked.append(task)
@@ -214,7 +220,7 @@ def _pairs(args: argparse.Namespace) -> list[tuple[str, str]]:
         if other:
             names = sorted({c.name.split("_", 1)[0] for c in other})
             msg += (f" It found {len(other)} file(s) of other backends ({', '.join(names)}: e.g. {other[0]}); "
-                    f"drop --backend {backend} or name the candidates {backend}_*.py.")
+                    f"drop --backend {backend} or name the candidates {pattern}.")
         else:
             stems = {p.stem for p, _ in files}
             subs = sorted(d.name for d in root.iterdir() if d.is_dir())

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from htam_agent.backends import is_cpu, spec
+
 from . import paths
-from .backends import BACKEND_NAMES
 from .store import VerdictStore, candidate_key, device_name
 from .verdict import EVALUATOR_VERSION, STATUSES, add_flag, finalize, new_verdict
 
@@ -40,7 +41,7 @@ class EvalOptions:
     """How to evaluate. Every field that changes a verdict is part of the verdict store's key."""
 
     backend: str = "cuda"
-    size: str | None = None  # None: 'small' on the cpp backend when the task has it, else 'default'
+    size: str | None = None  # None: the backend's default size when the task has it ('small' on the CPU)
     alt_size: str | None = "alt"  # second shape checked (cheat pattern 12); None to skip
     trials: int = 5
     # Checks to run: "default" (what the agent uses: every anti-cheat check that catches patterns 1-13 and
@@ -62,25 +63,26 @@ class EvalOptions:
     def __post_init__(self) -> None:
         if self.tier not in TIERS:
             raise ValueError(f"unknown tier {self.tier!r}; choose one of: {', '.join(TIERS)}")
-        if self.backend not in BACKEND_NAMES:
-            raise ValueError(f"unknown backend {self.backend!r}; choose one of: {', '.join(BACKEND_NAMES)}")
+        spec(self.backend)  # an unknown backend raises, naming the choices
         self.baselines = tuple(self.baselines)
 
     def key_fields(self) -> dict[str, Any]:
         """Fields that decide the verdict (timeouts and paths do not)."""
         return {"alt_size": self.alt_size, "trials": self.trials, "timing": self.timing, "tier": self.tier,
-                "threads": self.threads if self.backend == "cpp" else None}
+                "threads": self.threads if is_cpu(self.backend) else None}
 
     def resolve_size(self, task_source: str, task_path: str = "<task>") -> str:
-        """The size to evaluate at: the one asked for; else 'small' on the CPU backend when the task has one
-        (its SMALL_SIZES, or one derived from its size globals: KernelBench files carry no dicts)."""
+        """The size to evaluate at: the one asked for; else the backend's default size ('small' on the CPU)
+        when the task has one (its SMALL_SIZES, or one derived from its size globals: KernelBench files carry
+        no dicts)."""
         if self.size:
             return self.size
-        if self.backend == "cpp":
+        want = spec(self.backend).default_size
+        if want != "default":
             from .tasks import has_size
 
-            if has_size(task_source, "small", task_path):
-                return "small"
+            if has_size(task_source, want, task_path):
+                return want
         return "default"
 
 
@@ -170,7 +172,7 @@ def run_job(job: dict[str, Any], options: EvalOptions) -> dict[str, Any]:
     On the CPU backend the next checker is started only after this verdict: starting one imports torch in
     two processes, which would compete with this job's timing for the machine's few cores.
     """
-    cpu = options.backend == "cpp"
+    cpu = is_cpu(options.backend)
     spare = _take_spare(options.prestart and (not cpu or job["mode"] == "compile"))
     proc, scratch = spare.proc, spare.scratch
     job = dict(job, compile_timeout_s=options.compile_timeout_s, run_timeout_s=options.run_timeout_s,
@@ -293,7 +295,7 @@ class Evaluator:
     def baseline_key(self, cand: Candidate) -> str:
         size = self.options.resolve_size(cand.task_source, cand.task_path)
         # Keyed by device, not backend: cuda and triton candidates share the GPU's eager/compile timings.
-        device_type = "cpu" if self.options.backend == "cpp" else "gpu"
+        device_type = "cpu" if is_cpu(self.options.backend) else "gpu"  # "gpu", not "cuda": stored keys
         extra: dict[str, Any] = {"timing_plan": self.options.timing_plan}
         derived = self.derived_sizes(cand)
         if derived is not None and size != "default":

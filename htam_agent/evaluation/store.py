@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from htam_agent.backends import is_cpu
+
 from . import paths
 from .verdict import EVALUATOR_VERSION, SCHEMA_VERSION
 
@@ -38,7 +40,7 @@ def device_name(backend: str) -> str:
     env = os.environ.get("HTAM_DEVICE_NAME")
     if env:
         return env
-    if backend == "cpp":
+    if is_cpu(backend):
         from .backends._devices import cpu_name
 
         return f"cpu:{cpu_name()}"

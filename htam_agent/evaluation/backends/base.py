@@ -1,7 +1,8 @@
 """The backend interface: what a candidate must contain, how its device is timed, synchronized and flushed.
 
 A backend is a small object used inside the worker process. Adding one (say, HIP) is adding a module with a
-subclass and registering it in `backends/__init__.py`.
+subclass and its `BackendSpec` in the registry (`htam_agent/backends.py`), which holds the facts: name, device
+type, description, and the markers a valid candidate contains.
 """
 
 from __future__ import annotations
@@ -9,6 +10,9 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from typing import Any
+
+from htam_agent.backends import BackendSpec
+from htam_agent.backends import spec as _spec
 
 
 class Timer(ABC):
@@ -25,14 +29,30 @@ class Timer(ABC):
 
 
 class Backend(ABC):
-    name: str = ""
-    device_type: str = ""  # "cuda" or "cpu": where inputs live and what the reference runs on
-    description: str = ""
+    spec: BackendSpec  # the registry's facts; subclasses set it with `spec = registry_spec("<name>")`
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def device_type(self) -> str:
+        """"cuda" or "cpu": where inputs live and what the reference runs on."""
+        return self.spec.device_type
+
+    @property
+    def description(self) -> str:
+        return self.spec.description
 
     # --- static: what a valid candidate contains -------------------------------------------------------
-    @abstractmethod
     def static_problems(self, source: str) -> list[str]:
-        """Reasons the source cannot be a candidate of this backend (empty when it can)."""
+        """Reasons the source cannot be a candidate of this backend (empty when it can): a module-level
+        ModelNew, and the spec's required and forbidden markers searched in the comment-stripped source."""
+        code = strip_comments(source)
+        problems = [] if defines_model_new(source) else ["no `class ModelNew(nn.Module)` at module level"]
+        problems += [why for pattern, why in self.spec.requires if not re.search(pattern, code)]
+        problems += [why for pattern, why in self.spec.forbids if re.search(pattern, code)]
+        return problems
 
     # --- worker-side set-up and device primitives ---------------------------------------------------------
     @abstractmethod
@@ -65,6 +85,11 @@ class Backend(ABC):
     def empty_cache(self) -> None:
         """Release cached allocator blocks between phases (GPU only)."""
         return None
+
+
+def registry_spec(name: str) -> BackendSpec:
+    """The registry's spec for a backend class (`spec = registry_spec("cuda")`)."""
+    return _spec(name)
 
 
 def strip_comments(source: str) -> str:

@@ -3,31 +3,16 @@
 from __future__ import annotations
 
 import os
-import re
 
 from .. import build_cache
 from ._devices import CudaDevice
-from .base import Backend, defines_model_new, strip_comments
+from .base import Backend, registry_spec
 
 
 class CudaBackend(CudaDevice, Backend):
-    name = "cuda"
-    device_type = "cuda"
-    description = "CUDA C++ via torch.utils.cpp_extension.load_inline, or __global__ kernels via NVRTC"
+    """What a valid candidate contains is the registry's `cuda` spec (requires/forbids markers)."""
 
-    def static_problems(self, source: str) -> list[str]:
-        code = strip_comments(source)
-        problems = []
-        if not defines_model_new(source):
-            problems.append("no `class ModelNew(nn.Module)` at module level")
-        if "__global__" not in code:
-            problems.append("no CUDA `__global__` kernel in the source")
-        if not re.search(r"\bload_inline\s*\(|\b_compile_kernel\s*\(", code):
-            problems.append(
-                "the CUDA source is never compiled: call torch.utils.cpp_extension.load_inline(cuda_sources=...) "
-                "or torch.cuda._compile_kernel(...)"
-            )
-        return problems
+    spec = registry_spec("cuda")
 
     def prepare(self, build_root: str, threads: int | None, fast_build: bool = True) -> None:
         if not fast_build:
