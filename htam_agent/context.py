@@ -17,12 +17,12 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from htam_agent.backends import BACKENDS
+
 CoderKind = Literal["auto", "llm", "exemplar"]
 MemoryMode = Literal["htam", "flat", "none"]
 DirectionPolicy = Literal["htam", "random", "first"]
 EvaluationMode = Literal["auto", "local", "replay"]
-
-BACKENDS = ("cuda", "triton", "cpp")
 
 
 class ConfigError(ValueError):

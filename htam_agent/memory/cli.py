@@ -72,7 +72,7 @@ def _gain(st: EdgeStats) -> str:
 def show(
     ctx: typer.Context,
     what: Annotated[str, typer.Option(help="directions, edges, strategies, learned or all")] = "all",
-    backend: Annotated[str | None, typer.Option(help="cuda, triton or cpp")] = None,
+    backend: Annotated[str | None, typer.Option(help=", ".join(BACKENDS))] = None,
     direction: Annotated[str | None, typer.Option(help="a direction id")] = None,
     op_class: Annotated[str | None, typer.Option("--op-class", help="an operator class")] = None,
     limit: Annotated[int, typer.Option(help="rows per table")] = 40,

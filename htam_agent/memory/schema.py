@@ -14,13 +14,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from htam_agent.backends import BACKENDS as _REGISTRY_BACKENDS
+
 OpClass = Literal[
     "elementwise", "reduction", "normalization", "matmul", "convolution", "pooling", "attention", "scan",
     "fused", "model", "other",
 ]
 Bottleneck = Literal["memory", "compute", "latency", "occupancy", "unknown"]
 Status = Literal["none", "compile_error", "incorrect", "correct_slow", "near_roofline"]
-Backend = Literal["cuda", "triton", "cpp"]
+Backend = Literal[_REGISTRY_BACKENDS]  # type: ignore[valid-type]  # the registry's names (htam_agent/backends.py)
 
 OP_CLASSES: tuple[str, ...] = (
     "elementwise", "reduction", "normalization", "matmul", "convolution", "pooling", "attention", "scan",
@@ -28,7 +30,8 @@ OP_CLASSES: tuple[str, ...] = (
 )
 BOTTLENECKS: tuple[str, ...] = ("memory", "compute", "latency", "occupancy", "unknown")
 STATUSES: tuple[str, ...] = ("none", "compile_error", "incorrect", "correct_slow", "near_roofline")
-BACKENDS: tuple[str, ...] = ("cuda", "triton", "cpp")
+#: The registry's names in its order (stats.py indexes this tuple; the registry only appends).
+BACKENDS: tuple[str, ...] = _REGISTRY_BACKENDS
 #: Classes that name a mix rather than a kind of work: they say nothing about which techniques apply.
 GENERIC_CLASSES: frozenset[str] = frozenset({"fused", "model", "other"})
 FAILING_STATUSES: frozenset[str] = frozenset({"compile_error", "incorrect"})
