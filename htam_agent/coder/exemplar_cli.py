@@ -13,11 +13,11 @@ from typing import Annotated
 
 import typer
 
+from htam_agent.backends import BACKENDS, UnknownBackend, choices
+from htam_agent.backends import spec as backend_spec
+
 app = typer.Typer(help="Offline exemplar candidates (no LLM): list and write them for the evaluator.",
                   no_args_is_help=True)
-
-_BACKENDS = ("cuda", "triton", "cpp")
-
 
 def _task_path(task: str) -> Path:
     from ..tasks import SUITE_DIR
@@ -31,18 +31,23 @@ def _task_path(task: str) -> Path:
     raise typer.BadParameter(f"{task}: neither a file nor a bundled suite task (see `htam tasks list`)")
 
 
-def _backends(spec: str) -> list[str]:
-    names = list(_BACKENDS) if spec == "all" else [b.strip() for b in spec.split(",") if b.strip()]
-    bad = [b for b in names if b not in _BACKENDS]
-    if bad or not names:
-        raise typer.BadParameter(f"backend must be one of {', '.join(_BACKENDS)}, a comma list, or 'all'")
+def _backends(option: str) -> list[str]:
+    """The backends named by --backend: one, a comma list, or 'all'; an unknown one gets the registry's message."""
+    names = list(BACKENDS) if option == "all" else [b.strip() for b in option.split(",") if b.strip()]
+    if not names:
+        raise typer.BadParameter(f"name a backend: one of {', '.join(BACKENDS)}, a comma list, or 'all'")
+    for name in names:
+        try:
+            backend_spec(name)
+        except UnknownBackend as exc:
+            raise typer.BadParameter(f"{exc} (or a comma list of them, or 'all')") from None
     return names
 
 
 @app.command("list")
 def list_cmd(
     task: Annotated[str, typer.Argument(help="task file, or the stem of a bundled suite task")],
-    backend: Annotated[str, typer.Option(help="cuda | triton | cpp, a comma list, or all")] = "all",
+    backend: Annotated[str, typer.Option(help=f"{choices()}, a comma list, or all")] = "all",
 ) -> None:
     """Print the task's recognised family and every candidate variant with its knobs."""
     from .base import UnsupportedTask
@@ -65,7 +70,7 @@ def list_cmd(
 @app.command("write")
 def write_cmd(
     tasks: Annotated[list[str] | None, typer.Argument(help="task files or suite stems")] = None,
-    backend: Annotated[str, typer.Option(help="cuda | triton | cpp, a comma list, or all")] = "all",
+    backend: Annotated[str, typer.Option(help=f"{choices()}, a comma list, or all")] = "all",
     out: Annotated[Path, typer.Option(help="output folder")] = Path("exemplars"),
     suite: Annotated[bool, typer.Option("--suite", help="every bundled suite task (unsupported ones skipped)")] = False,
 ) -> None:
@@ -90,7 +95,7 @@ def write_cmd(
             folder = out / path.stem
             folder.mkdir(exist_ok=True)
             for i, (vid, knobs, code) in enumerate(cands):
-                file = folder / f"{b}_ex{i:02d}_{vid}.py"
+                file = folder / backend_spec(b).candidate_file(f"ex{i:02d}_{vid}")
                 file.write_text(code)
                 manifest.append({"task": str(path.resolve()), "task_name": path.stem, "backend": b, "variant": vid,
                                  "index": i, "knobs": knobs, "file": str(file.resolve())})

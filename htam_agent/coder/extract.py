@@ -23,15 +23,13 @@ import textwrap
 from dataclasses import dataclass
 
 from htam_agent import safe_ast
+from htam_agent.backends import REGISTRY
 from htam_agent.evaluation.backends import detect_backend
 
 PYTHON_TAGS = {"", "python", "py", "python3", "py3", "ipython", "pycon"}
 CUDA_TAGS = {"cuda", "cu", "cuh", "c++", "cpp", "cxx", "cc", "c", "h", "hpp"}
-BACKEND_MARKS = {
-    "cuda": "a __global__ CUDA kernel",
-    "triton": "a @triton.jit kernel",
-    "cpp": "C++ compiled with load_inline(cpp_sources=...)",
-}
+#: the kernel a reply of each backend holds, in a few words (the registry's `kernel`)
+BACKEND_MARKS = {name: s.kernel for name, s in REGISTRY.items()}
 
 _FENCE_OPEN = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)$", re.MULTILINE)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)

@@ -6,7 +6,7 @@ provide is an error (never sent to the model half-filled). Substituted values ar
 
 Files (one per node and backend):
   system.md                  role, the evaluator's rules, the backend's candidate format ({format})
-  format_<backend>.md        the exact candidate format for cuda, triton, cpp
+  format_<backend>.md        the exact candidate format, one per backend of the registry (htam_agent/backends.py)
   generate_<backend>.md      a fresh candidate: task, current best, the memory's ranked directions as advice
                              ({advice}: evidence, the one suggested for this candidate), strategies, notes, and
                              the declaration line to end the reply with ({declare})
@@ -27,15 +27,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from htam_agent.backends import REGISTRY, UnknownBackend
+from htam_agent.backends import spec as backend_spec
 from htam_agent.coder.base import CodeRequest, StrategyBrief
 
-BACKEND_TITLES = {"cuda": "CUDA", "triton": "Triton", "cpp": "C++ (CPU, OpenMP)"}
-#: what a reply of each backend must contain (for corrective messages)
-BACKEND_EXPECTED = {
-    "cuda": "a __global__ kernel, compiled by load_inline(cuda_sources=...) or torch.cuda._compile_kernel",
-    "triton": "a @triton.jit kernel launched from forward",
-    "cpp": "C++ compiled by load_inline(cpp_sources=...), with OpenMP, no CUDA",
-}
+#: how prompts name each backend (the registry's titles)
+BACKEND_TITLES = {name: s.title for name, s in REGISTRY.items()}
+#: what a reply of each backend must contain (for corrective messages; the registry's `expected`)
+BACKEND_EXPECTED = {name: s.expected for name, s in REGISTRY.items()}
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _MAX_SKETCH = 2500
@@ -225,9 +224,10 @@ def _variant_section(request: CodeRequest) -> str:
 
 def request_values(request: CodeRequest) -> dict[str, Any]:
     """Every placeholder value the templates may use, for one request."""
-    if request.backend not in BACKEND_TITLES:
-        raise PromptError(f"no prompts for backend {request.backend!r}; expected one of "
-                          f"{', '.join(BACKEND_TITLES)}")
+    try:
+        backend_spec(request.backend)
+    except UnknownBackend as exc:
+        raise PromptError(f"no prompts for backend {request.backend!r}: {exc}") from None
     return {
         "task_name": request.task_name,
         "task_source": request.task_source.rstrip(),
@@ -276,14 +276,14 @@ def is_repair(request: CodeRequest) -> bool:
 def render_request(request: CodeRequest, prompts_dir: str | Path | None = None) -> RenderedPrompt:
     """The system and user messages for one request (a repair when `repair > 0` and failed code is given)."""
     values = request_values(request)
-    backend = request.backend
-    values["format"] = load_template(f"format_{backend}.md", prompts_dir).rstrip()
+    spec = backend_spec(request.backend)
+    values["format"] = load_template(spec.format_prompt, prompts_dir).rstrip()
     system = render(load_template("system.md", prompts_dir), values, name="system.md")
     if is_repair(request):
-        values["repair_hints"] = load_template(f"repair_hints_{backend}.md", prompts_dir).rstrip()
+        values["repair_hints"] = load_template(spec.repair_hints_prompt, prompts_dir).rstrip()
         user = render(load_template("repair.md", prompts_dir), values, name="repair.md")
         return RenderedPrompt(system, user.rstrip() + "\n", "repair")
-    name = f"generate_{backend}.md"
+    name = spec.generate_prompt
     user = render(load_template(name, prompts_dir), values, name=name)
     return RenderedPrompt(system, user.rstrip() + "\n", "generate")  # an empty last section leaves no blank tail
 

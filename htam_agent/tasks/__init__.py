@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from htam_agent.backends import spec
+
 SUITE_DIR = Path(__file__).parent / "suite"
 CANDIDATES_DIR = Path(__file__).parent / "candidates"
 
@@ -16,5 +18,5 @@ def suite_files() -> list[Path]:
 def candidate_files(task_stem: str, backend: str | None = None) -> list[Path]:
     """Bundled candidates for one task, optionally only those of one backend."""
     folder = CANDIDATES_DIR / task_stem
-    pattern = f"{backend}_*.py" if backend else "*.py"
+    pattern = spec(backend).candidate_glob if backend else "*.py"
     return sorted(folder.glob(pattern))

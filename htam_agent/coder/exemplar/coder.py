@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from htam_agent.backends import UnknownBackend
+from htam_agent.backends import spec as backend_spec
+
 from ..base import CodeProposal, CodeRequest, UnsupportedTask
 from .common import Knobs, apply_move, parse_header, sanitize, variant_id
 from .families import family_module
 from .patterns import recognize
 from .spec import Pattern
-
-BACKENDS = ("cuda", "triton", "cpp")
 
 
 @lru_cache(maxsize=64)
@@ -61,8 +62,10 @@ class Plan:
 
 def plan(request: CodeRequest) -> Plan:
     """Decide the knobs for a request (no code yet); raises UnsupportedTask for tasks out of reach."""
-    if request.backend not in BACKENDS:
-        raise UnsupportedTask(f"exemplar coder: unknown backend {request.backend!r}; use one of {', '.join(BACKENDS)}")
+    try:
+        backend_spec(request.backend)
+    except UnknownBackend as exc:
+        raise UnsupportedTask(f"exemplar coder: {exc}") from None
     pattern = _recognize(request.task_source, request.task_name)
     fam = family_module(pattern.family)
     sp = fam.space(pattern, request.backend)
