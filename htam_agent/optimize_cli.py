@@ -17,6 +17,8 @@ from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.table import Table
 
+from htam_agent.backends import choices
+
 console = Console(stderr=True)
 
 
@@ -94,7 +96,7 @@ def ask_person(payload: dict[str, Any]) -> dict[str, Any]:
 
 def optimize_cmd(
     task: Annotated[Path | None, typer.Argument(help="KernelBench task file (omit with --resume)")] = None,
-    backend: Annotated[str | None, typer.Option(help="cuda | triton | cpp (HTAM_BACKEND; default cuda)")] = None,
+    backend: Annotated[str | None, typer.Option(help=f"{choices()} (HTAM_BACKEND; default cuda)")] = None,
     steps: Annotated[int | None, typer.Option(help="evolution steps (HTAM_STEPS; default 6)")] = None,
     candidates: Annotated[int | None, typer.Option(help="candidates per step (HTAM_CANDIDATES; default 1)")] = None,
     model: Annotated[str | None, typer.Option(help="LLM model name (HTAM_MODEL); none: the offline coder")] = None,

@@ -12,6 +12,8 @@ from typing import Annotated
 
 import typer
 
+from htam_agent.backends import choices
+
 app = typer.Typer(name="bench", add_completion=False,
                   help="Benchmark methods on a suite at equal evaluation budget.")
 
@@ -45,14 +47,14 @@ def bench_command(
     model: Annotated[str | None, typer.Option(help="LLM model (default HTAM_MODEL; none: the exemplar coder)")] = None,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (HTAM_BASE_URL)")] = None,
     coder: Annotated[str | None, typer.Option(help="auto | llm | exemplar (HTAM_CODER)")] = None,
-    backend: Annotated[str | None, typer.Option(help="cuda | triton | cpp (HTAM_BACKEND)")] = None,
+    backend: Annotated[str | None, typer.Option(help=f"{choices()} (HTAM_BACKEND)")] = None,
     size: Annotated[str | None, typer.Option(help="default | small | alt (default: the evaluator's choice)")] = None,
     max_repairs: Annotated[int | None, typer.Option(help="most repairs per candidate the budget split may use")] = None,
     baselines: Annotated[str, typer.Option(help="comma list of eager,compile to time against (fast_p needs them)")]
         = "eager,compile",
     out: Annotated[Path | None, typer.Option(help="bench folder (results.jsonl, memory/, runs/, report/); "
                                                   "default htam-bench/<suite>-<backend>-<coder>")] = None,
-    workers: Annotated[int | None, typer.Option(help="parallel runs on this host (default: one per GPU; 1 for cpp)")]
+    workers: Annotated[int | None, typer.Option(help="parallel runs on this host (default: one per GPU; 1 on the CPU)")]
         = None,
     ray: Annotated[str | None, typer.Option("--ray", help="run on the Ray cluster at ADDRESS "
                                                           "('auto', 'host:6379', 'ray://host:10001', 'local')")] = None,

@@ -24,9 +24,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from htam_agent.backends import is_cpu
+
 from .records import RecordStore
 from .runner import (
-    GPU_BACKENDS,
     BenchConfig,
     BenchOutcome,
     RunFn,
@@ -102,7 +103,7 @@ def run_bench_ray(config: BenchConfig, address: str, run_fn: RunFn | None = None
     outcome = BenchOutcome(units=units, skipped=len(units) - len(todo))
     if todo:
         connect(address, **init_kwargs)
-        gpu = config.base.backend in GPU_BACKENDS
+        gpu = not is_cpu(config.base.backend)
         resources = {"num_gpus": 1, "num_cpus": 1} if gpu else {"num_cpus": 1}
         remote = ray.remote(max_retries=1, retry_exceptions=False, **resources)(_remote_run)
         limit = max_in_flight or max(1, len(todo))

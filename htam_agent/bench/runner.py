@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from htam_agent.backends import is_cpu, spec
 from htam_agent.context import RunContext
 
 from .methods import Method, get_methods, max_evaluations
@@ -35,7 +36,6 @@ from .records import RecordStore, key_str, record_key
 from .suite import BenchTask, resolve_suite
 
 RunFn = Callable[..., Any]
-GPU_BACKENDS = ("cuda", "triton")
 
 
 def agent_run_fn(task_path: str, ctx: RunContext, *, run_id: str | None = None) -> Any:
@@ -217,10 +217,11 @@ class TaskCheck:
         except Exception:  # noqa: BLE001 - ops the meta device cannot run: the evaluator builds it for real
             pass
         note = ""
-        if self.backend == "cpp" and not self.size and not has_size(loaded.source, "small", task.path):
-            problem = (loaded.derived_sizes().get("problems") or {}).get("small", "")
-            note = ("no small size (" + (problem or "the file has no SMALL_SIZES") + "): runs on the CPU at its "
-                    "default size")
+        want = spec(self.backend).default_size  # 'small' on the CPU: the evaluator's choice when there is one
+        if want != "default" and not self.size and not has_size(loaded.source, want, task.path):
+            problem = (loaded.derived_sizes().get("problems") or {}).get(want, "")
+            note = (f"no {want} size (" + (problem or f"the file has no {want.upper()}_SIZES") + "): runs on the "
+                    f"{spec(self.backend).device_type.upper()} at its default size")
         return None, note
 
 
@@ -250,7 +251,7 @@ def visible_gpus() -> int:
 
 
 def default_workers(backend: str) -> int:
-    return max(1, visible_gpus()) if backend in GPU_BACKENDS else 1
+    return 1 if is_cpu(backend) else max(1, visible_gpus())
 
 
 @dataclass
@@ -330,7 +331,7 @@ def run_bench(config: BenchConfig, run_fn: RunFn | None = None, *, progress: boo
     todo = [u for u in units if u.key not in done]
     outcome = BenchOutcome(units=units, skipped=len(units) - len(todo))
     workers = max(1, min(config.workers or default_workers(config.base.backend), len(todo) or 1))
-    gpu = config.base.backend in GPU_BACKENDS
+    gpu = not is_cpu(config.base.backend)
 
     queue = list(todo)
     qlock = threading.Lock()
