@@ -13,6 +13,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from htam_agent.backends import BACKENDS, choices
+
 app = typer.Typer(name="htam", help="Make GPU kernels faster with an LLM and a memory that learns (HTAM).",
                   no_args_is_help=True, add_completion=False)
 verdicts_app = typer.Typer(help="The content-addressed verdict store (import GPU verdicts made elsewhere).",
@@ -69,7 +71,7 @@ _mount_exemplar()
 def eval_cmd(
     task: Annotated[Path, typer.Argument(help="KernelBench-format task file (Model, get_inputs, get_init_inputs)")],
     candidate: Annotated[Path, typer.Argument(help="candidate file defining ModelNew")],
-    backend: Annotated[str | None, typer.Option(help="cuda | triton | cpp (default: detected from the source)")] = None,
+    backend: Annotated[str | None, typer.Option(help=f"{choices()} (default: detected from the source)")] = None,
     size: Annotated[str | None, typer.Option(help="default | small | alt (default: small on cpp, else default)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the verdict as JSON")] = False,
     baselines: Annotated[str, typer.Option(help="comma list of eager,compile; empty for none")] = "eager,compile",
@@ -161,7 +163,7 @@ def tasks_list() -> None:
     from htam_agent.tasks import candidate_files, suite_files
 
     for p in suite_files():
-        counts = {b: len(candidate_files(p.stem, b)) for b in ("cuda", "triton", "cpp")}
+        counts = {b: len(candidate_files(p.stem, b)) for b in BACKENDS}
         extra = "  ".join(f"{b}:{n}" for b, n in counts.items() if n)
         typer.echo(f"{p.stem:<36} {extra}")
 
