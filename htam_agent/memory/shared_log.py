@@ -34,10 +34,10 @@ from .transitions import (
     Event,
     MemoryStoreError,
     TransitionStore,
-    _clear,
-    _insert_events,
-    _put_meta,
-    _upsert_learned,
+    clear_experience,
+    insert_events,
+    put_meta,
+    upsert_learned,
 )
 
 log = logging.getLogger(__name__)
@@ -157,7 +157,7 @@ class SharedTransitionStore(TransitionStore):
         self._retry_at = 0.0
         self._log_id: str | None = None
         self._col: Any = None
-        with self._transaction() as c:
+        with self.transaction() as c:
             for stmt in _DDL:
                 c.execute(stmt)
         try:
@@ -215,10 +215,10 @@ class SharedTransitionStore(TransitionStore):
         server, keeping the writes that never reached it."""
         if log_id == self._log_id:
             return
-        with self._transaction() as c:
+        with self.transaction() as c:
             row = c.execute("SELECT value FROM meta WHERE key='shared:log_id'").fetchone()
             if row is None:
-                _put_meta(c, "shared:log_id", log_id)
+                put_meta(c, "shared:log_id", log_id)
             elif row[0] != log_id:
                 self._start_over(c, log_id, keep_outbox=True)
         self._log_id = log_id
@@ -226,7 +226,7 @@ class SharedTransitionStore(TransitionStore):
     def _start_over(self, c: sqlite3.Connection, log_id: str, *, keep_outbox: bool) -> None:
         """Empty the replica for the log ``log_id`` (inside the caller's transaction); writes still in the
         outbox go back into it when kept, and are sent with the next sync."""
-        _clear(c)
+        clear_experience(c)
         c.execute("DELETE FROM shared_seen")
         c.execute("DELETE FROM meta WHERE key='shared:watermark'")
         if keep_outbox:
@@ -234,23 +234,23 @@ class SharedTransitionStore(TransitionStore):
                 _apply(c, rid, doc)
         else:
             c.execute("DELETE FROM shared_outbox")
-        _put_meta(c, "shared:log_id", log_id)
-        self._index, self._seen_id, self._log_id = TransitionIndex(), 0, log_id
+        put_meta(c, "shared:log_id", log_id)
+        self.forget_index()
+        self._log_id = log_id
 
     def _push(self, col: Any) -> None:
-        with self._lock:
-            rows = self._conn.execute("SELECT rid, doc, ts FROM shared_outbox ORDER BY ts").fetchall()
+        rows = self.query("SELECT rid, doc, ts FROM shared_outbox ORDER BY ts")
         if not rows:
             return
         self.server.put(col, rows)
-        with self._transaction() as c:
+        with self.transaction() as c:
             c.executemany("DELETE FROM shared_outbox WHERE rid=?", [(r[0],) for r in rows])
             c.executemany("INSERT OR IGNORE INTO shared_seen VALUES (?)", [(r[0],) for r in rows])
 
     def _ingest(self, records: Sequence[Record]) -> None:
         if not records:
             return
-        with self._transaction() as c:
+        with self.transaction() as c:
             newest = 0.0
             for rid, doc, ts in records:
                 if c.execute("INSERT OR IGNORE INTO shared_seen VALUES (?)", (rid,)).rowcount == 0:
@@ -265,17 +265,15 @@ class SharedTransitionStore(TransitionStore):
                           "value=max(CAST(value AS REAL), excluded.value)", (newest,))
 
     def _n_seen(self) -> int:
-        with self._lock:
-            return int(self._conn.execute("SELECT count(*) FROM shared_seen").fetchone()[0])
+        return int(self.query("SELECT count(*) FROM shared_seen")[0][0])
 
     def _unseen(self, ids: Iterable[str]) -> list[str]:
         ids = sorted(set(ids))
-        with self._lock:
-            seen: set[str] = set()
-            for i in range(0, len(ids), 500):
-                part = ids[i:i + 500]
-                seen.update(r[0] for r in self._conn.execute(
-                    f"SELECT rid FROM shared_seen WHERE rid IN ({', '.join('?' * len(part))})", part))
+        seen: set[str] = set()
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            seen.update(r[0] for r in self.query(
+                f"SELECT rid FROM shared_seen WHERE rid IN ({', '.join('?' * len(part))})", part))
         return [i for i in ids if i not in seen]
 
     def _watermark(self) -> float:
@@ -283,8 +281,7 @@ class SharedTransitionStore(TransitionStore):
 
     def pending(self) -> int:
         """Writes not yet on the server."""
-        with self._lock:
-            return int(self._conn.execute("SELECT count(*) FROM shared_outbox").fetchone()[0])
+        return int(self.query("SELECT count(*) FROM shared_outbox")[0][0])
 
     def status(self) -> dict[str, object]:
         return {"server": self.server.url, "log": self.server.name, "replica": str(self.path),
@@ -292,15 +289,12 @@ class SharedTransitionStore(TransitionStore):
 
     # -- writes go to the outbox with the replica, then to the server ---------------------------------
 
-    def _written(self, c: sqlite3.Connection, events: list[Event], learned: list[tuple[str, str, float]]) -> None:
+    def on_write(self, c: sqlite3.Connection, events: list[Event], learned: list[tuple[str, str, float]]) -> None:
         records = [event_record(e) for e in events] + [learned_record(*item) for item in learned]
         c.executemany("INSERT OR IGNORE INTO shared_outbox VALUES (?, ?, ?)", records)
 
-    def _write(self, events: Any, learned: Any, *, ties_win: bool) -> tuple[int, int]:
-        counts = super()._write(events, learned, ties_win=ties_win)
-        if any(counts):
-            self.sync()
-        return counts
+    def after_write(self) -> None:
+        self.sync()
 
     def reset(self) -> None:
         """Forget all experience, on the server too; fails (changing nothing) when the server cannot be reached."""
@@ -309,7 +303,7 @@ class SharedTransitionStore(TransitionStore):
             col = self.server.collection()
         except LogUnavailable as e:
             raise MemoryStoreError(f"{e}; nothing was reset") from e
-        with self._transaction() as c:
+        with self.transaction() as c:
             self._start_over(c, str(col.id), keep_outbox=False)
         self._col = col
 
@@ -344,10 +338,10 @@ def _apply(c: sqlite3.Connection, rid: str, doc: str) -> None:
     """Write one server record into the replica (inside the caller's transaction)."""
     body = json.loads(doc)
     if rid.startswith("e:"):
-        _insert_events(c, [Event.from_dict(body["event"])])
+        insert_events(c, [Event.from_dict(body["event"])])
     elif rid.startswith("s:"):
         item = body["learned"]
-        _upsert_learned(c, [(str(item["id"]), str(item["json"]), float(item["ts"]))], ties_win=False)
+        upsert_learned(c, [(str(item["id"]), str(item["json"]), float(item["ts"]))], ties_win=False)
     else:
         raise ValueError(f"unknown record kind {rid!r}")
 

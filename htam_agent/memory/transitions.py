@@ -8,6 +8,15 @@ writes; ``busy_timeout`` makes a writer wait for the lock instead of failing.
 Statistics are folded into an in-process index (stats.py) incrementally: rows are read only past the last id seen (ids
 grow in commit order, so the visible rows are always a prefix), and a generation token in ``meta`` tells
 readers to rebuild after a reset.
+
+Besides the store's own reads and writes, two layers are public for a store that keeps more tables in the same
+database (shared_log.SharedTransitionStore, a replica of a server's log with its outbox):
+
+- on ``TransitionStore``: ``transaction`` and ``query`` (its own tables, on the log's connection and lock),
+  the ``on_write`` / ``after_write`` hooks (what every write added, inside and after its commit) and
+  ``forget_index`` (after the store was emptied from outside ``reset``);
+- the functions that change the log inside a caller's transaction: ``insert_events``, ``upsert_learned``,
+  ``clear_experience`` and ``put_meta`` (records from elsewhere go in exactly as local writes do).
 """
 
 from __future__ import annotations
@@ -263,17 +272,33 @@ class TransitionStore:
 
     def _write(self, events: Iterable[Event], learned: Iterable[tuple[str, str, float]], *,
                ties_win: bool) -> tuple[int, int]:
-        with self._transaction() as c:
-            new = _insert_events(c, events)
-            changed = _upsert_learned(c, learned, ties_win=ties_win)
-            self._written(c, new, changed)
+        with self.transaction() as c:
+            new = insert_events(c, events)
+            changed = upsert_learned(c, learned, ties_win=ties_win)
+            self.on_write(c, new, changed)
+        if new or changed:
+            self.after_write()
         return len(new), len(changed)
 
-    def _written(self, c: sqlite3.Connection, events: list[Event], learned: list[tuple[str, str, float]]) -> None:
-        """Runs inside the writing transaction with what it added (the shared store queues it for the server)."""
+    def reset(self) -> None:
+        """Forget all experience (events, learned strategies); readers rebuild through the new generation."""
+        with self.transaction() as c:  # holds the lock
+            clear_experience(c)
+            self.forget_index()
+
+    # -- for a store with more tables in the same database (shared_log) ----------------------------------
+
+    def on_write(self, c: sqlite3.Connection, events: list[Event], learned: list[tuple[str, str, float]]) -> None:
+        """Hook, inside every write's transaction with what it added: the shared store queues it for the server
+        in the same commit, so a write is never in the log without being in the outbox."""
+
+    def after_write(self) -> None:
+        """Hook, after a write that added something has committed: the shared store sends it to the server."""
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (all or nothing) on the log's connection: public so that a subclass changes its
+        own tables in the same commit as the log rows they describe."""
         with self._lock:
             c = self._conn
             c.execute("BEGIN IMMEDIATE")
@@ -284,10 +309,16 @@ class TransitionStore:
                 c.execute("ROLLBACK")
                 raise
 
-    def reset(self) -> None:
-        """Forget all experience (events, learned strategies); readers rebuild through the new generation."""
-        with self._transaction() as c:  # holds the lock
-            _clear(c)
+    def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
+        """Rows of one read statement on the log's connection, under its lock: public so that a subclass reads
+        its own tables without a connection of its own."""
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    def forget_index(self) -> None:
+        """Drop the in-process statistics so the next ``index()`` folds the log from its first row: public for a
+        subclass that emptied the log itself (``clear_experience``) inside its own transaction."""
+        with self._lock:
             self._index = TransitionIndex()
             self._seen_id = 0
 
@@ -300,7 +331,7 @@ class TransitionStore:
 
     def set_meta(self, key: str, value: str) -> None:
         with self._lock:
-            _put_meta(self._conn, key, value)
+            put_meta(self._conn, key, value)
 
     # -- reading ----------------------------------------------------------------------------------------
 
@@ -413,8 +444,12 @@ def _q(values: Iterable[str]) -> str:
     return ", ".join(f"'{v}'" for v in values)
 
 
-def _clear(c: sqlite3.Connection) -> None:
-    """Delete all experience inside the caller's transaction and start a new generation."""
+# Changes inside a caller's transaction: the store's writes are made of these, and a replica (shared_log) applies
+# the server's records with them, so a record from elsewhere lands exactly as a local write would.
+
+def clear_experience(c: sqlite3.Connection) -> None:
+    """Delete all experience inside the caller's transaction and start a new generation: public so that a replica
+    empties itself with the same statements as ``reset`` when its server's log was reset."""
     c.execute("DELETE FROM event_strategies")
     c.execute("DELETE FROM events")
     c.execute("DELETE FROM learned_strategies")
@@ -423,20 +458,23 @@ def _clear(c: sqlite3.Connection) -> None:
     _bump_learned(c)
 
 
-def _put_meta(c: sqlite3.Connection, key: str, value: str) -> None:
+def put_meta(c: sqlite3.Connection, key: str, value: str) -> None:
+    """Set one ``meta`` value inside the caller's transaction: public so that a replica records which server log it
+    copies in the same commit that rebuilds it."""
     c.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", (key, value))
 
 
 def _bump_learned(c: sqlite3.Connection) -> None:
-    _put_meta(c, "learned_version", secrets.token_hex(8))
+    put_meta(c, "learned_version", secrets.token_hex(8))
 
 
 _INSERT_EVENT = (f"INSERT OR IGNORE INTO events ({', '.join(_EVENT_COLS)}) "
                  f"VALUES ({', '.join('?' * len(_EVENT_COLS))})")
 
 
-def _insert_events(c: sqlite3.Connection, events: Iterable[Event]) -> list[Event]:
-    """Insert events and their strategy rows inside the caller's transaction; returns the ones that were new."""
+def insert_events(c: sqlite3.Connection, events: Iterable[Event]) -> list[Event]:
+    """Insert events and their strategy rows inside the caller's transaction; returns the ones that were new
+    (a uid already there is skipped): public so that a replica applies the server's events as local writes."""
     added = []
     for ev in events:
         cur = c.execute(_INSERT_EVENT, ev.row())
@@ -446,10 +484,11 @@ def _insert_events(c: sqlite3.Connection, events: Iterable[Event]) -> list[Event
     return added
 
 
-def _upsert_learned(c: sqlite3.Connection, items: Iterable[tuple[str, str, float]], *,
-                    ties_win: bool) -> list[tuple[str, str, float]]:
+def upsert_learned(c: sqlite3.Connection, items: Iterable[tuple[str, str, float]], *,
+                   ties_win: bool) -> list[tuple[str, str, float]]:
     """Insert or replace learned strategies inside the caller's transaction, the newer ts winning (and an equal
-    ts too when ``ties_win``); returns the items that changed a row."""
+    ts too when ``ties_win``); returns the items that changed a row: public so that a replica merges the
+    server's learned strategies as an import does."""
     cond = ">=" if ties_win else ">"
     changed = []
     for sid, js, ts in items:

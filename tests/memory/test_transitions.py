@@ -17,7 +17,16 @@ from conftest import subprocess_env
 from memory_helpers import fail, gain, state
 
 from htam_agent.memory.schema import reward_of
-from htam_agent.memory.transitions import SCHEMA_VERSION, Event, MemoryStoreError, TransitionStore
+from htam_agent.memory.transitions import (
+    SCHEMA_VERSION,
+    Event,
+    MemoryStoreError,
+    TransitionStore,
+    clear_experience,
+    insert_events,
+    put_meta,
+    upsert_learned,
+)
 
 WORKER = str(Path(__file__).with_name("memory_worker.py"))
 
@@ -65,6 +74,39 @@ def test_index_follows_other_writers_and_resets(tmp_path):
     assert b.index().n_events == 0  # the generation changed: b rebuilds
     b.append(_ev())
     assert a.index().n_events == 1
+
+
+def test_a_subclass_extends_the_log_through_its_public_hooks(tmp_path):
+    """What shared_log builds on: its own table written in each write's commit, what it added seen after the
+    commit, and the log emptied from inside its own transaction."""
+
+    class Audited(TransitionStore):
+        def __init__(self, path):
+            super().__init__(path)
+            self.after = 0
+            with self.transaction() as c:
+                c.execute("CREATE TABLE IF NOT EXISTS audit (uid TEXT PRIMARY KEY)")
+
+        def on_write(self, c, events, learned):
+            c.executemany("INSERT INTO audit VALUES (?)", [(e.uid,) for e in events])
+
+        def after_write(self):
+            self.after += 1
+
+    store = Audited(tmp_path / "t.sqlite3")
+    ev = _ev()
+    assert store.append(ev) and not store.append(ev)  # the repeat adds nothing: no hook after it
+    assert store.query("SELECT uid FROM audit") == [(ev.uid,)] and store.after == 1
+    assert store.put_learned_strategies([("s1", "{}", 1.0)]) == 1 and store.after == 2
+    assert store.index().n_events == 1
+    with store.transaction() as c:
+        clear_experience(c)
+        insert_events(c, [_ev(), _ev()])
+        assert upsert_learned(c, [("s2", "{}", 2.0)], ties_win=False) == [("s2", "{}", 2.0)]
+        put_meta(c, "note", "x")
+        store.forget_index()
+    assert store.index().n_events == 2 and store.get_meta("note") == "x"
+    assert [sid for sid, _js, _ts in store.learned_strategies()] == ["s2"]
 
 
 def test_two_processes_recording_at_once_lose_no_update(tmp_path):
