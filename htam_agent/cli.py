@@ -84,6 +84,7 @@ def eval_cmd(
 ) -> None:
     """Compile, verify and time CANDIDATE against TASK; exit status 0 only when it is accepted."""
     from htam_agent.evaluation.backends import BACKEND_NAMES, detect_backend
+    from htam_agent.evaluation.gateway import EvaluationGateway
     from htam_agent.evaluation.report import format_verdict
     from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
     from htam_agent.evaluation.store import VerdictStore
@@ -110,7 +111,8 @@ def eval_cmd(
                           compile_timeout_s=compile_timeout, run_timeout_s=run_timeout, threads=threads, tier=tier)
     store = None if no_store else VerdictStore()
     with console.status(f"evaluating {candidate.name} on {backend} (compile, verify, time)..."):
-        verdict = Evaluator(options, store).evaluate(Candidate(task_path=str(task), source=source))
+        gateway = EvaluationGateway(Evaluator(options, store), mode="local")  # asked to evaluate: never replay
+        verdict = gateway.benchmark(Candidate(task_path=str(task), source=source))
     if as_json:
         sys.stdout.write(json.dumps(verdict, indent=1, default=str) + "\n")
     else:

@@ -16,6 +16,7 @@ from htam_agent.context import RunContext
 
 if TYPE_CHECKING:
     from htam_agent.coder.base import Coder
+    from htam_agent.evaluation.gateway import EvaluationGateway
     from htam_agent.evaluation.runner import Evaluator
     from htam_agent.memory.htam import HTAMemory
 
@@ -27,7 +28,7 @@ class Resources:
     chat_model: Any = None            # a LangChain BaseChatModel
     coder: Coder | None = None
     memory: HTAMemory | None = None
-    evaluator: Evaluator | None = None
+    evaluator: Evaluator | EvaluationGateway | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -63,33 +64,29 @@ def memory_for(ctx: RunContext) -> HTAMemory | None:
     return _cached(("memory", ctx.memory_dir, ctx.chroma_url, ctx.memory_namespace), build)
 
 
-def evaluation_mode(ctx: RunContext) -> str:
-    """local or replay: GPU backends replay stored verdicts on a machine without a GPU."""
-    if ctx.evaluation != "auto":
-        return ctx.evaluation
-    if ctx.backend == "cpp":
-        return "local"
-    import torch
+def gateway_for(ctx: RunContext) -> EvaluationGateway:
+    """The run's one door to verdicts: local evaluation, or replay of stored verdicts where the backend's device
+    is missing (`ctx.evaluation`). An injected Evaluator is wrapped; an injected gateway is used as it is."""
+    from htam_agent.evaluation.gateway import EvaluationGateway, resolve_mode
 
-    return "local" if torch.cuda.is_available() else "replay"
-
-
-def evaluator_for(ctx: RunContext) -> Evaluator:
     inj = _injected(ctx).evaluator
-    if inj is not None:
+    if isinstance(inj, EvaluationGateway):
         return inj
+    mode = resolve_mode(ctx.evaluation, ctx.backend)
+    if inj is not None:
+        return EvaluationGateway(inj, mode)
 
-    def build() -> Evaluator:
+    def build() -> EvaluationGateway:
         from htam_agent.evaluation.runner import EvalOptions, Evaluator
         from htam_agent.evaluation.store import VerdictStore
 
         opts = EvalOptions(backend=ctx.backend, size=ctx.size, baselines=tuple(ctx.baselines),
                            compile_timeout_s=ctx.compile_timeout_s, run_timeout_s=ctx.run_timeout_s,
                            device_index=ctx.device_index)
-        return Evaluator(opts, VerdictStore())
+        return EvaluationGateway(Evaluator(opts, VerdictStore()), mode)
 
-    key = ("evaluator", ctx.backend, ctx.size, tuple(ctx.baselines), ctx.compile_timeout_s, ctx.run_timeout_s,
-           ctx.device_index)
+    key = ("gateway", mode, ctx.backend, ctx.size, tuple(ctx.baselines), ctx.compile_timeout_s,
+           ctx.run_timeout_s, ctx.device_index)
     return _cached(key, build)
 
 

@@ -1,24 +1,22 @@
-"""Evaluate the step's new candidates through the evaluator's tools (a ToolNode), one at a time per device.
+"""Evaluate the step's new candidates through the evaluation gateway, timed one at a time per device.
 
-Candidates that failed to compile in their branch keep that verdict; the rest get `benchmark_kernel`. Then
+Candidates that failed to compile in their branch keep that verdict; the rest are benchmarked against the task
+source the run started with (never the file read again). Then
 `route_after_evaluate` sends failed candidates back to generation with the evaluator's reason (at most
 `max_repairs` times each, and only while the step has no accepted candidate), or moves on to the memory.
 """
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
-from langchain_core.messages import AIMessage
 from langgraph.config import get_stream_writer
-from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from htam_agent.artifacts import RunArtifacts
 from htam_agent.context import RunContext
-from htam_agent.resources import evaluation_mode, evaluator_for
+from htam_agent.resources import gateway_for
 from htam_agent.state import (
     AgentState,
     CandidateRecord,
@@ -26,19 +24,8 @@ from htam_agent.state import (
     latest_per_variant,
     step_candidates,
 )
-from htam_agent.tools.evaluator_tools import make_evaluator_tools
 
 _REPAIRABLE = {"compile_error", "runtime_error", "incorrect", "invalid_candidate", "no_code"}
-
-
-def _no_code_verdict(cand: CandidateRecord, task: str, backend: str) -> dict[str, Any]:
-    from htam_agent.evaluation.verdict import finalize, new_verdict
-
-    v = new_verdict(task, backend)
-    v["status"] = "invalid_candidate"
-    v["reason"] = f"no candidate code: {cand.get('error') or 'the coder returned nothing'}"
-    v["no_code"] = True
-    return finalize(v)
 
 
 def evaluate(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -47,23 +34,20 @@ def evaluate(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     art = RunArtifacts(ctx.runs_path(), state["run_id"])
     write = get_stream_writer()
     pending = [c for c in step_candidates(state) if c.get("verdict") is None]
-    evaluator = evaluator_for(ctx)
-    tool_node = ToolNode(make_evaluator_tools(evaluator, evaluation_mode(ctx)))
+    gateway = gateway_for(ctx)
     updated: list[CandidateRecord] = []
     for cand in pending:
         compiled = cand.get("compile")
         if not cand.get("code"):
-            verdict = _no_code_verdict(cand, state.get("task_name", ""), ctx.backend)
+            verdict = gateway.no_code(state.get("task_name", ""), cand.get("error") or "")
         elif compiled and compiled.get("status") != "accepted":
             verdict = compiled
         else:
-            call_id = f"call_{uuid.uuid4().hex[:12]}"
+            from htam_agent.evaluation.runner import Candidate
+
             name = f"{state.get('task_name', 'task')}_s{step}_v{cand['variant']}_r{cand['repair']}"
-            msg = AIMessage(content="", tool_calls=[{
-                "name": "benchmark_kernel", "id": call_id,
-                "args": {"task_path": state["task_path"], "code": cand["code"], "name": name}}])
-            out = tool_node.invoke({"messages": [msg]})
-            verdict = out["messages"][0].artifact
+            verdict = gateway.benchmark(Candidate(task_path=state["task_path"], source=cand["code"], name=name,
+                                                  task_source=state["task_source"]))
         art.write_verdict(step, cand["variant"], cand["repair"], verdict)
         done = dict(cand)
         done["verdict"] = verdict

@@ -19,7 +19,7 @@ from htam_agent.artifacts import RunArtifacts
 from htam_agent.coder.base import CodeProposal, CodeRequest, DirectionAdvice, StrategyBrief, UnsupportedTask
 from htam_agent.context import RunContext
 from htam_agent.memory.cards import plan_text
-from htam_agent.resources import coder_for, evaluation_mode, evaluator_for
+from htam_agent.resources import coder_for, gateway_for
 from htam_agent.state import CandidateRecord
 
 #: prefix of the error of a coder that cannot handle the task at all (the run stops: it will not change)
@@ -116,12 +116,13 @@ def generate(task: GenerationTask, runtime: Runtime[RunContext]) -> dict[str, An
         "edited_by_person": bool(task.get("given_code")),
         "direction": applied, "assigned_direction": assigned, "declared": proposal.declared, "plan": plan,
     }
-    if proposal.code is not None and evaluation_mode(ctx) == "local":
+    gateway = gateway_for(ctx)
+    if proposal.code is not None and gateway.local:  # replayed verdicts need no build
         from htam_agent.evaluation.runner import Candidate
 
         name = f"{task['task_name']}_s{step}_v{variant}_r{repair}"
-        compiled = evaluator_for(ctx).compile_only(Candidate(task_path=task["task_path"], source=proposal.code,
-                                                             name=name, task_source=task["task_source"]))
+        compiled = gateway.compile(Candidate(task_path=task["task_path"], source=proposal.code, name=name,
+                                             task_source=task["task_source"]))
         record["compile"] = compiled
         art.write_verdict(step, variant, repair, compiled, name="compile.json")
     write({"event": "generated", "step": step, "variant": variant, "repair": repair,

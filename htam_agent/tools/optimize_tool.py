@@ -19,6 +19,7 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
+from htam_agent.backends import BACKENDS, choices
 from htam_agent.context import RunContext
 
 MAX_CODE_CHARS = 20_000
@@ -27,8 +28,8 @@ MAX_CODE_CHARS = 20_000
 class OptimizeKernelInput(BaseModel):
     task: str = Field(description="path of a KernelBench task file, or its Python source (a `Model` class with "
                                   "`get_inputs` and `get_init_inputs`)")
-    backend: Literal["cuda", "triton", "cpp"] | None = Field(
-        default=None, description="kernel language: cuda, triton or cpp (CPU); default from the settings")
+    backend: Literal[BACKENDS] | None = Field(  # type: ignore[valid-type]  # the registry's names
+        default=None, description=f"kernel language: {choices(', ')}; default from the settings")
     steps: int | None = Field(default=None, ge=1, le=100, description="optimization steps (the budget)")
     candidates: int | None = Field(default=None, ge=1, le=16, description="candidates generated per step")
 

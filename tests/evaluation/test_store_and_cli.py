@@ -64,7 +64,7 @@ def test_evaluation_package_imports_only_torch_numpy_stdlib():
     code = (
         "import sys\n"
         "import htam_agent.evaluation.checker, htam_agent.evaluation.sandbox, htam_agent.evaluation.runner\n"
-        "import htam_agent.evaluation.__main__, htam_agent.evaluation.sizes\n"
+        "import htam_agent.evaluation.__main__, htam_agent.evaluation.sizes, htam_agent.evaluation.gateway\n"
         "bad = sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'langchain', 'langchain_core', "
         "'langgraph', 'chromadb', 'typer', 'rich', 'sentence_transformers', 'tenacity', 'openai'})\n"
         "print(','.join(bad))\n"
