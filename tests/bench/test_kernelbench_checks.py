@@ -1,0 +1,274 @@
+"""benchmarks/kernelbench_checks.py without a GPU or KernelBench: headers, pairs.json, the plan, the judging."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.kernelbench_files import RELU
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "benchmarks" / "kernelbench_checks.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("kernelbench_checks", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look the module up while the class is made
+    spec.loader.exec_module(mod)
+    return mod
+
+
+kc = _load()
+
+SOFTMAX = RELU.replace("torch.relu(x)", "torch.softmax(x, dim=1)")
+
+
+def _head(kb: str = "level1/19_ReLU.py", expect: str = "turned_down", pattern: str | None = "12",
+          extra: str = "") -> str:
+    lines = [f"kernelbench: {kb}" if kb else "", f"expect: {expect}" if expect else "",
+             f"pattern: {pattern}" if pattern else "", extra]
+    body = "\n".join(x for x in lines if x)
+    return f'"""A candidate.\n\n{body}\n\nWhy it cheats.\n"""\n\nclass ModelNew:\n    pass\n'
+
+
+def _write(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    p = folder / name
+    p.write_text(text)
+    return p
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Path:
+    """A KernelBench-like checkout: tmp/kbrepo/KernelBench/level1/{19_ReLU,23_Softmax}.py."""
+    root = tmp_path / "kbrepo" / "KernelBench"
+    _write(root / "level1", "19_ReLU.py", RELU)
+    _write(root / "level1", "23_Softmax.py", SOFTMAX)
+    _write(root / "level2", "1_Other.py", RELU)
+    return root
+
+
+@pytest.fixture
+def cands(tmp_path: Path) -> Path:
+    c = tmp_path / "cands"
+    _write(c / "honest", "h_relu.py", _head(expect="accepted", pattern=None))
+    _write(c / "cheats", "c12_relu.py", _head())
+    _write(c / "cheats", "c03_side.py", _head(expect="not_faster_than c03_twin", pattern="3"))
+    _write(c / "cheats", "c03_twin.py", _head(expect="accepted", pattern="3"))
+    _write(c / "cheats", "c15_softmax.py", _head("level1/23_Softmax.py", "missed", "15",
+                                                 "missing: a trial beyond exp's overflow"))
+    _write(c / "cheats", "_helper.py", "x = 1\n")  # private: never a candidate
+    return c
+
+
+# -- headers ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, words", [
+    ("import torch\n", ["no module docstring"]),
+    (_head(kb=""), ["no 'kernelbench:' line"]),
+    (_head(expect=""), ["no 'expect:' line"]),
+    (_head(pattern=None), ["no 'pattern:' line"]),
+    (_head(kb="19_ReLU.py"), ["levelN/FILE.py"]),
+    (_head(expect="caught"), ["'expect: caught'", "turned_down"]),
+    (_head(expect="not_faster_than"), ["twin"]),
+    (_head(expect="accepted twin"), ["takes no argument"]),
+    (_head(pattern="twelve"), ["'pattern: twelve'"]),
+    (_head(pattern="42"), ["1 to 19"]),
+    (_head(expect="missed"), ["no 'missing:' line"]),
+    (_head(extra="expect: accepted"), ["two 'expect:' lines"]),
+    ('"""Broken\n\nkernelbench: level1/19_ReLU.py\n"""\ndef (:\n', ["not valid Python"]),
+])
+def test_header_errors_name_the_file_and_the_field(tmp_path, text, words):
+    p = _write(tmp_path / "cheats", "c99_bad.py", text)
+    with pytest.raises(kc.HeaderError) as exc:
+        kc.parse_header(p, "cheats")
+    msg = str(exc.value)
+    assert str(p) in msg
+    for w in words:
+        assert w in msg, msg
+
+
+def test_header_fields_parsed(tmp_path):
+    p = _write(tmp_path / "cheats", "c12_x.py", _head(extra="caught_by: other_shape:values, values"))
+    e = kc.parse_header(p, "cheats")
+    assert (e.kernelbench, e.expect, e.pattern, e.twin) == ("level1/19_ReLU.py", "turned_down", 12, None)
+    assert e.caught_by == ("other_shape:values", "values")
+    honest = kc.parse_header(_write(tmp_path / "honest", "h.py", _head(expect="accepted", pattern=None)), "honest")
+    assert honest.pattern is None and honest.expect == "accepted"  # pattern is optional for honest files
+
+
+def test_twin_must_exist_and_be_honest(tmp_path):
+    c = tmp_path / "c"
+    _write(c / "cheats", "c03_side.py", _head(expect="not_faster_than c03_nope", pattern="3"))
+    with pytest.raises(kc.HeaderError, match="c03_nope"):
+        kc.collect(c)
+    _write(c / "cheats", "c03_side.py", _head(expect="not_faster_than c12_other", pattern="3"))
+    _write(c / "cheats", "c12_other.py", _head())
+    with pytest.raises(kc.HeaderError, match="must be honest"):
+        kc.collect(c)
+
+
+# -- pairs.json and the plan -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("which", ["levels_folder", "checkout"])
+def test_dry_run_writes_pairs_the_batch_reads(kb, cands, tmp_path, capsys, which):
+    kb_arg = kb if which == "levels_folder" else kb.parent  # .../KernelBench or the checkout above it
+    out = tmp_path / "out"
+    rc = kc.main([str(kb_arg), "--out", str(out), "--candidates-dir", str(cands), "--dry-run", "--jobs", "3",
+                  "--size", "small"])
+    assert rc == 0
+    pairs = json.loads((out / "pairs.json").read_text())
+    relu, softmax = str((kb / "level1" / "19_ReLU.py").resolve()), str((kb / "level1" / "23_Softmax.py").resolve())
+    assert pairs == [
+        {"task": relu, "candidate": str((cands / "honest" / "h_relu.py").resolve())},
+        {"task": relu, "candidate": str((cands / "cheats" / "c03_side.py").resolve())},
+        {"task": relu, "candidate": str((cands / "cheats" / "c03_twin.py").resolve())},
+        {"task": relu, "candidate": str((cands / "cheats" / "c12_relu.py").resolve())},
+        {"task": softmax, "candidate": str((cands / "cheats" / "c15_softmax.py").resolve())},
+    ]
+    from htam_agent.evaluation.__main__ import _pairs_from_file
+
+    assert _pairs_from_file(str(out / "pairs.json")) == [(p["task"], p["candidate"]) for p in pairs]
+    printed = capsys.readouterr().out
+    assert "dry run" in printed and "cheats/c03_side.py" in printed and "not_faster_than c03_twin" in printed
+    assert "--jobs 3" in printed and "--size small" in printed and "--no-store" in printed
+    assert "--baselines eager" in printed
+    assert not (out / "verdicts.jsonl").exists()
+
+
+def test_only_keeps_the_side_stream_twin(kb, cands, tmp_path):
+    out = tmp_path / "out"
+    assert kc.main([str(kb), "--out", str(out), "--candidates-dir", str(cands), "--dry-run", "--only", "c03_side"]) == 0
+    names = [Path(p["candidate"]).name for p in json.loads((out / "pairs.json").read_text())]
+    assert names == ["c03_side.py", "c03_twin.py"]
+    assert kc.main([str(kb), "--out", str(out), "--candidates-dir", str(cands), "--dry-run", "--only", "nope"]) == 2
+
+
+def test_missing_kernelbench_file_or_folder(kb, cands, tmp_path, capsys):
+    _write(cands / "cheats", "c12_gone.py", _head(kb="level1/77_Gone.py"))
+    assert kc.main([str(kb), "--out", str(tmp_path / "o"), "--candidates-dir", str(cands), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "cheats/c12_gone.py" in err and "level1/77_Gone.py" in err
+    assert kc.main([str(tmp_path / "nowhere"), "--out", str(tmp_path / "o"), "--candidates-dir", str(cands),
+                    "--dry-run"]) == 2
+    assert "no level1/" in capsys.readouterr().err
+
+
+def test_bad_header_exits_2_naming_the_file(kb, cands, tmp_path, capsys):
+    _write(cands / "cheats", "c05_nohead.py", _head(pattern=None))
+    assert kc.main([str(kb), "--out", str(tmp_path / "o"), "--candidates-dir", str(cands), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "c05_nohead.py" in err and "pattern" in err
+
+
+# -- judging (verdicts as the batch writes them) ---------------------------------------------------------
+
+def _verdict(path: Path, status: str, ms: float | None = 1.0, flags=(), failed=None) -> dict:
+    return {"kind": "candidate", "candidate_path": str(path.resolve()), "status": status,
+            "accepted": status == "accepted", "failed_check": failed, "reason": f"{status}: because",
+            "flags": [{"name": f, "rejects": True, "reason": ""} for f in flags],
+            "timing": {"candidate": {"median_ms": ms}} if ms else {}, "speedup_vs_eager": 1.5 if ms else None}
+
+
+def _judge(kb, cands, tmp_path, verdicts: dict[str, dict]) -> tuple[int, dict]:
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    lines = [json.dumps({"kind": "baseline", "status": "accepted"})] + [json.dumps(v) for v in verdicts.values()]
+    (out / "verdicts.jsonl").write_text("\n".join(lines) + "\n")
+    rc = kc.main([str(kb), "--out", str(out), "--candidates-dir", str(cands), "--judge-only"])
+    return rc, json.loads((out / "summary.json").read_text())
+
+
+def test_judging_all_as_expected(kb, cands, tmp_path, capsys):
+    c = cands / "cheats"
+    rc, s = _judge(kb, cands, tmp_path, {
+        "h": _verdict(cands / "honest" / "h_relu.py", "accepted"),
+        "c12": _verdict(c / "c12_relu.py", "incorrect", None, failed="other_shape:values"),
+        "side": _verdict(c / "c03_side.py", "accepted", 0.98),
+        "twin": _verdict(c / "c03_twin.py", "accepted", 1.0),
+        "gap": _verdict(c / "c15_softmax.py", "accepted"),
+    })
+    assert rc == 0, s
+    assert s["honest_accepted"] == {"ok": 2, "total": 2}  # the twin counts as honest
+    assert s["cheats_turned_down"] == {"ok": 1, "total": 1}
+    assert s["known_gaps_still_missed"] == {"ok": 1, "total": 1}
+    assert s["side_stream"][0]["ok"] and not s["mismatches"]
+    printed = capsys.readouterr().out
+    assert "other_shape:values" in printed and "honest accepted 2/2, cheats turned down 1/1" in printed
+
+
+def test_judging_mismatches(kb, cands, tmp_path, capsys):
+    c = cands / "cheats"
+    rc, s = _judge(kb, cands, tmp_path, {
+        "h": _verdict(cands / "honest" / "h_relu.py", "rejected", flags=["kernel_not_used"]),  # false alarm
+        "c12": _verdict(c / "c12_relu.py", "accepted"),                                       # missed cheat
+        "side": _verdict(c / "c03_side.py", "accepted", 0.01),                                # escaped the timer
+        "twin": _verdict(c / "c03_twin.py", "accepted", 1.0),
+        "gap": _verdict(c / "c15_softmax.py", "incorrect", failed="nan_or_inf"),              # gap closed
+    })
+    assert rc == 1
+    assert sorted(s["mismatches"]) == ["cheats/c03_side.py", "cheats/c12_relu.py", "cheats/c15_softmax.py",
+                                       "honest/h_relu.py"]
+    printed = capsys.readouterr().out
+    assert "MISMATCH" in printed and "update the header" in printed
+
+
+def test_side_stream_turned_down_is_fine_and_missing_verdicts_are_mismatches(kb, cands, tmp_path):
+    c = cands / "cheats"
+    rc, s = _judge(kb, cands, tmp_path, {
+        "side": _verdict(c / "c03_side.py", "incorrect", failed="values"),
+        "twin": _verdict(c / "c03_twin.py", "accepted", 1.0),
+    })
+    assert s["side_stream"][0]["ok"]
+    assert rc == 1 and "honest/h_relu.py" in s["mismatches"]  # no verdict for it
+    row = next(r for r in s["rows"] if r["file"] == "honest/h_relu.py")
+    assert row["status"] == "missing"
+
+
+def test_not_accepted_matches_the_catalogue():
+    sys.path.insert(0, str(REPO / "tests" / "cheats"))
+    try:
+        from cheat_catalogue import NOT_ACCEPTED
+    finally:
+        sys.path.remove(str(REPO / "tests" / "cheats"))
+    assert kc.NOT_ACCEPTED == NOT_ACCEPTED
+
+
+# -- the bundled candidates and the module's imports -------------------------------------------------------
+
+def test_bundled_candidates_have_valid_headers():
+    entries = kc.collect(kc.CANDIDATES_DIR)
+    cheats = [e for e in entries if e.group == "cheats"]
+    assert cheats, "no bundled cheats"
+    for e in entries:
+        src = e.path.read_text()
+        assert "class ModelNew" in src, e.path
+        assert kc._LEVEL.match(e.kernelbench) and e.kernelbench.split("/")[0] in ("level1", "level2", "level3"), e.path
+    # one cheat at least per pattern the catalogue re-targets at KernelBench
+    assert {3, 5, 6, 8, 10, 11, 12, 13, 15} <= {e.pattern for e in cheats if e.expect != "accepted"}
+    for e in cheats:
+        if e.expect in ("turned_down", "missed", "not_faster_than"):
+            assert "__global__" in e.path.read_text() and "_compile_kernel" in e.path.read_text(), e.path
+
+
+def test_imports_only_the_standard_library():
+    blocked = ["torch", "numpy", "pydantic", "langgraph", "chromadb", "htam_agent"]
+    code = (
+        "import sys\n"
+        f"class Block:\n"
+        f"    def find_spec(self, name, path=None, target=None):\n"
+        f"        if name.split('.')[0] in {blocked!r}: raise ImportError('blocked: ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import importlib.util\n"
+        f"spec = importlib.util.spec_from_file_location('kc', {str(SCRIPT)!r})\n"
+        "m = importlib.util.module_from_spec(spec); sys.modules['kc'] = m; spec.loader.exec_module(m)\n"
+        "print(len(m.collect(m.CANDIDATES_DIR)))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout.strip()) > 0
