@@ -85,7 +85,7 @@ def eval_cmd(
     """Compile, verify and time CANDIDATE against TASK; exit status 0 only when it is accepted."""
     from htam_agent.evaluation.backends import BACKEND_NAMES, detect_backend
     from htam_agent.evaluation.gateway import EvaluationGateway
-    from htam_agent.evaluation.report import format_verdict
+    from htam_agent.evaluation.readout import Readout
     from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
     from htam_agent.evaluation.store import VerdictStore
     from htam_agent.evaluation.tasks import TaskError, load_task
@@ -118,7 +118,7 @@ def eval_cmd(
     else:
         style = STATUS_STYLE.get(verdict["status"], "bold yellow")
         console.print(f"[{style}]{verdict['status'].upper()}[/]")
-        typer.echo(format_verdict(verdict))
+        typer.echo(Readout(verdict).text())
     raise typer.Exit(0 if verdict["accepted"] else 1)
 
 

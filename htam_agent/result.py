@@ -35,25 +35,10 @@ def _num(value: Any) -> float | None:
 
 
 def verdict_facts(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The timings and roofline of one verdict, as RunResult.best_facts holds them (None when it has none):
-    candidate_ms, eager_ms, compile_ms (medians), floor_ms, bound, bandwidth_GBps, fp32_tflops, device."""
-    if not isinstance(verdict, dict):
-        return None
-    timing = verdict.get("timing") if isinstance(verdict.get("timing"), dict) else {}
-    roof = verdict.get("roofline") if isinstance(verdict.get("roofline"), dict) else {}
+    """The timings and roofline of one verdict, as RunResult.best_facts holds them (None when it has none)."""
+    from htam_agent.evaluation.readout import Readout
 
-    def median(name: str) -> float | None:
-        t = timing.get(name)
-        return _num(t.get("median_ms")) if isinstance(t, dict) else None
-
-    dev = verdict.get("device")
-    device = verdict.get("device_name") or (dev.get("name") if isinstance(dev, dict) else None)
-    bound = roof.get("bound") if roof.get("bound") in ("memory", "compute") else None
-    facts = {"candidate_ms": median("candidate"), "eager_ms": median("eager"), "compile_ms": median("compile"),
-             "floor_ms": _num(roof.get("floor_ms")), "bound": bound,
-             "bandwidth_GBps": _num(roof.get("bandwidth_GBps")), "fp32_tflops": _num(roof.get("fp32_tflops")),
-             "device": device}
-    return facts if any(v is not None for v in facts.values()) else None
+    return Readout(verdict).facts()
 
 
 def best_verdict_in(artifact_dir: str | Path, step: int | None, speedup: float | None) -> dict[str, Any] | None:

@@ -87,32 +87,9 @@ def _num(value: Any) -> float | None:
 
 def summarize_verdict(verdict: dict[str, Any] | None) -> str:
     """One short paragraph: status, speedups, roofline fraction and bound, the evaluator's reason."""
-    if not verdict:
-        return "no verdict recorded"
-    parts = [f"status {verdict.get('status', 'unknown')}"]
-    eager = _num(verdict.get("speedup_vs_eager"))
-    if eager is not None:
-        parts.append(f"{eager:.2f}x vs eager PyTorch")
-    comp = _num(verdict.get("speedup_vs_compile"))
-    if comp is not None:
-        parts.append(f"{comp:.2f}x vs torch.compile")
-    timing = verdict.get("timing") or {}
-    cand = timing.get("candidate") if isinstance(timing, dict) else None
-    median = _num(cand.get("median_ms")) if isinstance(cand, dict) else None
-    if median is not None:
-        parts.append(f"median {median:.4g} ms")
-    roof = verdict.get("roofline") or {}
-    fraction = _num(roof.get("fraction")) if isinstance(roof, dict) else None
-    if fraction is not None:
-        bound = roof.get("bound")
-        parts.append(f"{100 * fraction:.0f}% of the roofline" + (f" ({bound}-bound)" if bound else ""))
-    flags = verdict.get("flags")
-    if flags:
-        names = [str(f.get("name", f)) if isinstance(f, dict) else str(f) for f in flags]
-        parts.append("flags: " + ", ".join(names))
-    text = "; ".join(parts)
-    reason = str(verdict.get("reason") or "").strip()
-    return text + (f". Evaluator: {reason}" if reason else "")
+    from htam_agent.evaluation.readout import Readout
+
+    return Readout(verdict).brief()
 
 
 def _current_section(request: CodeRequest) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 from htam_agent.backends import REGISTRY, spec
 
 from .backends import BACKEND_NAMES, detect_backend
-from .report import format_verdict
+from .readout import Readout
 from .runner import Candidate, EvalOptions, Evaluator
 from .store import VerdictStore
 from .tasks import TaskError, task_paths
@@ -68,7 +68,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     store = None if args.no_store else VerdictStore(args.store)
     ev = Evaluator(_options(args, backend), store)
     verdict = ev.evaluate(Candidate(task_path=args.task, source=source), use_store=not args.no_store)
-    print(json.dumps(verdict, indent=1, default=str) if args.json else format_verdict(verdict))
+    print(json.dumps(verdict, indent=1, default=str) if args.json else Readout(verdict).text())
     return 0 if verdict["accepted"] else 1
 
 

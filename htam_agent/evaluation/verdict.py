@@ -1,11 +1,56 @@
-"""The verdict: one JSON-serializable dict per candidate, and the one-line reason an LLM can act on.
+"""The verdict: one JSON-serializable dict per candidate, typed as `Verdict`, and the one-line reason an LLM
+can act on. Reading a verdict (text, memory status, facts for reports) is `readout.Readout`'s job.
 
-Plain dicts (not pydantic) because the worker runs on bare GPU hosts; `new_verdict` fixes the key set.
+A TypedDict, not pydantic: the checker runs on bare GPU hosts, and verdicts travel as JSON between hosts and
+through the store. `new_verdict` fixes the keys every verdict has; the rest are added by the phase that knows.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
+
+
+class Flag(TypedDict):
+    name: str
+    rejects: bool    # False: a warning the verdict carries (e.g. timing_unreliable)
+    reason: str
+
+
+class Verdict(TypedDict, total=False):
+    # -- always present (new_verdict) --------------------------------------------------------------------
+    schema: int
+    evaluator_version: str
+    task: str
+    backend: str
+    size: str | None
+    device: dict[str, Any] | None
+    status: str                       # one of STATUSES
+    accepted: bool
+    compiled: bool
+    compile_seconds: float | None
+    compiler_message: str
+    correct: bool | None
+    failed_check: str | None          # the check that failed (values, shape, other_shape:values, ...)
+    trials: list[dict[str, Any]]
+    timing: dict[str, dict[str, Any]]  # candidate, eager, compile: median_ms, iqr_ms, spread_pct, reps, ...
+    speedup_vs_eager: float | None
+    speedup_vs_compile: float | None
+    flags: list[Flag]
+    reason: str                       # one line an LLM can act on
+    phase: str | None
+    wall_seconds: float | None
+    # -- added when known -------------------------------------------------------------------------------
+    roofline: dict[str, Any]          # fraction, bound, floor_ms, bandwidth_GBps, fp32_tflops
+    warnings: list[str]
+    seed: int                         # the secret input seed, revealed after the evaluation
+    key: str                          # the verdict store's content key
+    kind: str                         # candidate | baseline
+    cached: bool                      # replayed from the store
+    no_code: bool                     # the reply had no candidate (gateway)
+    not_evaluated: bool               # no device and no stored verdict (gateway)
+    device_name: str
+    candidate_sha256: str
+    task_sha256: str
 
 EVALUATOR_VERSION = "0.2.0"
 SCHEMA_VERSION = 1
@@ -25,7 +70,7 @@ STATUSES = (
 )
 
 
-def new_verdict(task: str, backend: str) -> dict[str, Any]:
+def new_verdict(task: str, backend: str) -> Verdict:
     return {
         "schema": SCHEMA_VERSION,
         "evaluator_version": EVALUATOR_VERSION,
@@ -51,15 +96,15 @@ def new_verdict(task: str, backend: str) -> dict[str, Any]:
     }
 
 
-def add_flag(verdict: dict[str, Any], name: str, reason: str, rejects: bool = True) -> None:
+def add_flag(verdict: Verdict, name: str, reason: str, rejects: bool = True) -> None:
     verdict["flags"].append({"name": name, "rejects": rejects, "reason": reason})
 
 
-def rejecting_flags(verdict: dict[str, Any]) -> list[dict[str, Any]]:
+def rejecting_flags(verdict: Verdict) -> list[Flag]:
     return [f for f in verdict["flags"] if f.get("rejects")]
 
 
-def finalize(verdict: dict[str, Any]) -> dict[str, Any]:
+def finalize(verdict: Verdict) -> Verdict:
     """Settle status/accepted from the facts gathered, and write the one-line reason."""
     if verdict["status"] in ("accepted", "incorrect") and verdict["correct"]:
         verdict["status"] = "rejected" if rejecting_flags(verdict) else "accepted"
@@ -73,7 +118,7 @@ def _ms(x: float | None) -> str:
     return "?" if x is None else (f"{x:.3f} ms" if x < 10 else f"{x:.1f} ms")
 
 
-def reason_line(v: dict[str, Any]) -> str:
+def reason_line(v: Verdict) -> str:
     status = v["status"]
     if status == "accepted":
         t = v["timing"]

@@ -83,11 +83,9 @@ def route_after_evaluate(state: AgentState, runtime: Runtime[RunContext]) -> lis
 
 
 def feedback_of(verdict: dict[str, Any]) -> str:
-    parts = [f"status: {verdict.get('status')}", verdict.get("reason") or ""]
-    msg = verdict.get("compiler_message") or ""
-    if msg:
-        parts.append("compiler output (tail):\n" + msg[-3000:])
-    return "\n".join(p for p in parts if p)
+    from htam_agent.evaluation.readout import Readout
+
+    return Readout(verdict).feedback()
 
 
 def base_payload(state: AgentState) -> dict[str, Any]:

@@ -7,7 +7,6 @@ the tool message's artifact. The graph itself calls the gateway directly, not th
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +21,9 @@ class KernelInput(BaseModel):
 
 
 def summary(verdict: dict[str, Any]) -> str:
-    keep = {k: verdict.get(k) for k in ("status", "accepted", "reason", "speedup_vs_eager", "speedup_vs_compile")}
-    roof = verdict.get("roofline") or {}
-    if roof:
-        keep["roofline_fraction"] = roof.get("fraction")
-        keep["bound"] = roof.get("bound")
-    keep["flags"] = [f["name"] for f in verdict.get("flags", [])]
-    return json.dumps(keep, default=str)
+    from htam_agent.evaluation.readout import Readout
+
+    return Readout(verdict).tool_answer()
 
 
 def make_evaluator_tools(gateway: Any, mode: str | None = None) -> list[BaseTool]:

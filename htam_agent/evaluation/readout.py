@@ -1,0 +1,179 @@
+"""The one reader of a verdict: what it says as text (for a person, for the LLM, for a tool's answer), what the
+memory records for it (its status), and the figures a report shows.
+
+Every caller reads verdicts through `Readout` so that "compiled?", "near the roofline?" and "how fast?" have one
+answer each. Verdicts may come from the store or another host, so the reader tolerates missing or malformed
+fields (it never raises on a verdict). Standard library only, like the rest of the evaluator.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from .verdict import Verdict
+
+#: a best candidate at this fraction of the roofline floor or more is "near_roofline" for the memory
+NEAR_ROOFLINE = 0.7
+
+# NVRTC and Triton compile at the first launch, so the evaluator reports their compiler errors as errors of
+# the first call; for the memory and the prompts they are compile errors all the same.
+_JIT_COMPILE_ERRORS = ("Kernel compilation failed", "CompilationError", "nvrtc: error", "NVRTC_ERROR")
+
+
+def _num(value: Any) -> float | None:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _stats_text(stats: dict[str, Any] | None) -> str:
+    if not stats or "median_ms" not in stats:
+        return (stats or {}).get("error", "-")[:80] if stats else "-"
+    return (f"{stats['median_ms']:.4f} ms (IQR {stats['iqr_ms']:.4f}, spread {stats['spread_pct']:.1f}%, "
+            f"min {stats['min_ms']:.4f}, n={stats['reps']})")
+
+
+class Readout:
+    """Read one verdict (None reads as "no verdict recorded")."""
+
+    def __init__(self, verdict: Verdict | dict[str, Any] | None) -> None:
+        self.v: dict[str, Any] = dict(verdict) if isinstance(verdict, dict) else {}
+
+    # -- facts --------------------------------------------------------------------------------------------
+    @property
+    def status(self) -> str:
+        return str(self.v.get("status") or "unknown")
+
+    @property
+    def accepted(self) -> bool:
+        return bool(self.v.get("accepted"))
+
+    @property
+    def reason(self) -> str:
+        return str(self.v.get("reason") or "").strip()
+
+    @property
+    def speedup_vs_eager(self) -> float | None:
+        return _num(self.v.get("speedup_vs_eager"))
+
+    @property
+    def speedup_vs_compile(self) -> float | None:
+        return _num(self.v.get("speedup_vs_compile"))
+
+    @property
+    def roofline_fraction(self) -> float | None:
+        return _num(_dict(self.v.get("roofline")).get("fraction"))
+
+    @property
+    def flag_names(self) -> list[str]:
+        flags = self.v.get("flags") or []
+        return [str(f.get("name", f)) if isinstance(f, dict) else str(f) for f in flags]
+
+    def median_ms(self, name: str = "candidate") -> float | None:
+        return _num(_dict(_dict(self.v.get("timing")).get(name)).get("median_ms"))
+
+    @property
+    def failed_to_compile(self) -> bool:
+        if self.status in ("compile_error", "invalid_candidate"):
+            return True
+        text = f"{self.reason} {self.v.get('compiler_message') or ''}"
+        return self.status == "runtime_error" and any(m in text for m in _JIT_COMPILE_ERRORS)
+
+    @property
+    def memory_status(self) -> str:
+        """The memory's status vocabulary (memory.schema.STATUSES) for this verdict."""
+        if self.accepted:
+            frac = self.roofline_fraction
+            return "near_roofline" if frac is not None and frac >= NEAR_ROOFLINE else "correct_slow"
+        return "compile_error" if self.failed_to_compile else "incorrect"
+
+    def facts(self) -> dict[str, Any] | None:
+        """Timings and roofline for reports (RunResult.best_facts): candidate_ms, eager_ms, compile_ms (medians),
+        floor_ms, bound, bandwidth_GBps, fp32_tflops, device; None when the verdict has none of them."""
+        roof = _dict(self.v.get("roofline"))
+        dev = self.v.get("device")
+        device = self.v.get("device_name") or (dev.get("name") if isinstance(dev, dict) else None)
+        bound = roof.get("bound") if roof.get("bound") in ("memory", "compute") else None
+        facts = {"candidate_ms": self.median_ms("candidate"), "eager_ms": self.median_ms("eager"),
+                 "compile_ms": self.median_ms("compile"), "floor_ms": _num(roof.get("floor_ms")), "bound": bound,
+                 "bandwidth_GBps": _num(roof.get("bandwidth_GBps")), "fp32_tflops": _num(roof.get("fp32_tflops")),
+                 "device": device}
+        return facts if any(v is not None for v in facts.values()) else None
+
+    # -- text -----------------------------------------------------------------------------------------------
+    def brief(self) -> str:
+        """One short paragraph for the LLM: status, speedups, median, roofline fraction and bound, the reason."""
+        if not self.v:
+            return "no verdict recorded"
+        parts = [f"status {self.status}"]
+        if (eager := self.speedup_vs_eager) is not None:
+            parts.append(f"{eager:.2f}x vs eager PyTorch")
+        if (comp := self.speedup_vs_compile) is not None:
+            parts.append(f"{comp:.2f}x vs torch.compile")
+        if (median := self.median_ms()) is not None:
+            parts.append(f"median {median:.4g} ms")
+        if (fraction := self.roofline_fraction) is not None:
+            bound = _dict(self.v.get("roofline")).get("bound")
+            parts.append(f"{100 * fraction:.0f}% of the roofline" + (f" ({bound}-bound)" if bound else ""))
+        if names := self.flag_names:
+            parts.append("flags: " + ", ".join(names))
+        text = "; ".join(parts)
+        return text + (f". Evaluator: {self.reason}" if self.reason else "")
+
+    def feedback(self) -> str:
+        """What a repair prompt is told: status, reason, and the tail of the compiler's output."""
+        parts = [f"status: {self.v.get('status')}", self.reason]
+        msg = self.v.get("compiler_message") or ""
+        if msg:
+            parts.append("compiler output (tail):\n" + msg[-3000:])
+        return "\n".join(p for p in parts if p)
+
+    def tool_answer(self) -> str:
+        """The compact JSON a LangChain tool answers with (the full verdict travels as the artifact)."""
+        keep = {k: self.v.get(k) for k in ("status", "accepted", "reason", "speedup_vs_eager", "speedup_vs_compile")}
+        roof = _dict(self.v.get("roofline"))
+        if roof:
+            keep["roofline_fraction"] = roof.get("fraction")
+            keep["bound"] = roof.get("bound")
+        keep["flags"] = self.flag_names
+        return json.dumps(keep, default=str)
+
+    def text(self) -> str:
+        """The full human-readable verdict (`htam eval`, the batch CLI): plain text, no rich on a bare host."""
+        v = self.v
+        dev = _dict(v.get("device"))
+        lines = [
+            f"task      {v.get('task')}  (size {v.get('size')}, backend {v.get('backend')})",
+            f"device    {dev.get('name', v.get('device_name', '?'))}",
+            f"status    {self.status.upper()}" + ("  (cached verdict)" if v.get("cached") else ""),
+            f"reason    {v.get('reason', '')}",
+        ]
+        if v.get("compile_seconds") is not None:
+            lines.append(f"compile   {v['compile_seconds']:.1f} s")
+        for t in v.get("trials", []):
+            mark = "ok  " if t.get("passed") else "FAIL"
+            extra = t.get("skipped") or (f"max abs err {t['max_abs_err']:.3g}"
+                                         if t.get("max_abs_err") is not None else "")
+            lines.append(f"  {mark} {t['trial']}: {extra}" + ("" if t.get("passed") else f"  {t.get('detail', '')}"))
+        timing = _dict(v.get("timing"))
+        for name in ("candidate", "eager", "compile"):
+            if name in timing:
+                lines.append(f"{name:<9} {_stats_text(timing[name])}")
+        if v.get("speedup_vs_eager") is not None:
+            lines.append(f"speedup   {v['speedup_vs_eager']:.3f}x vs eager"
+                         + (f", {v['speedup_vs_compile']:.3f}x vs torch.compile" if v.get("speedup_vs_compile")
+                            else ""))
+        for f in v.get("flags", []):
+            lines.append(f"flag      {f['name']} ({'rejects' if f['rejects'] else 'warning'}): {f['reason']}")
+        if self.status == "compile_error" and v.get("compiler_message"):
+            lines.append("compiler output (tail):")
+            lines += ["  " + ln for ln in v["compiler_message"].strip().splitlines()[-25:]]
+        return "\n".join(lines)
