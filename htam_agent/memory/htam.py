@@ -46,7 +46,6 @@ class EdgeRow:
     target: str
     stats: EdgeStats
     recent_failures: tuple[str, ...] = ()
-    recent_notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -214,8 +213,7 @@ class HTAMemory:
                 continue
             st = idx.edge_total(src, dst, mask)
             if st.n:
-                rows.append(EdgeRow(src, dst, st, tuple(idx.failures.get((src, dst), ())),
-                                    tuple(idx.notes.get((src, dst), ()))))
+                rows.append(EdgeRow(src, dst, st, tuple(idx.failures.get((src, dst), ()))))
         rows.sort(key=lambda r: (-r.stats.n, r.source, r.target))
         return rows
 

@@ -215,7 +215,6 @@ class TransitionIndex:
         self._edge = np.zeros((0, 0, NF, len(KEYS)))
         self.strategies: dict[str, dict[int, Agg]] = {}
         self.failures: dict[tuple[str, str], deque[str]] = {}  # recent failure texts per edge
-        self.notes: dict[tuple[str, str], deque[str]] = {}
         self.n_events = 0
 
     # -- building ----------------------------------------------------------------------------------------
@@ -234,7 +233,7 @@ class TransitionIndex:
         return i
 
     def fold(self, rows: Sequence[tuple]) -> None:
-        """Add events given as (op, bottleneck, status, backend, prev, direction, accepted, gain, why, note)."""
+        """Add events given as (op, bottleneck, status, backend, prev, direction, accepted, gain, why, ...)."""
         if not rows:
             return
         src = np.array([self.node(r[4]) for r in rows])
@@ -246,8 +245,6 @@ class TransitionIndex:
         for r in rows:
             if r[8] and not r[6]:
                 self.failures.setdefault((r[4], r[5]), deque(maxlen=3)).append(r[8])
-            if r[9]:
-                self.notes.setdefault((r[4], r[5]), deque(maxlen=3)).append(r[9])
         self.n_events += len(rows)
 
     def add_strategy(self, sid: str, key: KeyT, accepted: bool, gain: float | None) -> None:

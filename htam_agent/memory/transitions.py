@@ -355,7 +355,7 @@ class TransitionStore:
                     self._index, self._seen_id, self._generation = TransitionIndex(), 0, gen
                 rows = c.execute(
                     "SELECT op_class, bottleneck, status, backend, prev_direction, direction, accepted, gain, "
-                    "failed_reason, note, id FROM events WHERE id > ? ORDER BY id", (self._seen_id,)).fetchall()
+                    "failed_reason, id FROM events WHERE id > ? ORDER BY id", (self._seen_id,)).fetchall()
                 srows = c.execute(
                     "SELECT s.event_id, s.strategy_id, e.op_class, e.bottleneck, e.status, e.backend, e.accepted, "
                     "e.gain FROM event_strategies s JOIN events e ON e.id = s.event_id WHERE s.event_id > ?",
