@@ -55,7 +55,10 @@ class StrategyRow:
 
 
 class HTAMemory:
-    """Hierarchical Transition-Attended Memory: directions, transitions, strategies, notes."""
+    """Hierarchical Transition-Attended Memory: directions, transitions, strategies, notes.
+
+    The agent's nodes use the methods only; ``config``, ``policy``, ``retrieval``, ``catalog`` and ``transitions``
+    are the parts it is built from, for the memory's own CLI, tests and benchmarks."""
 
     def __init__(self, config: MemoryConfig | None = None, *, policy: PolicyConfig | None = None,
                  retrieval: RetrievalConfig | None = None, catalog: Catalog | None = None) -> None:
