@@ -18,10 +18,11 @@ import torch.nn as nn
 _SRC = r"""
 #define NEG_INF (__int_as_float(0xff800000))
 
-// One more value into a running (max m, sum s of exp(v - m)); -inf adds nothing, NaN poisons s.
+// One more value into a running (max m, sum s of exp(v - m)); -inf adds nothing, NaN poisons s, and a new
+// maximum adds exp(v - v): 1, or NaN for +inf, as exp(x - max) is in torch.
 __device__ __forceinline__ void ms_push(float& m, float& s, float v) {
     if (v > m) {
-        s = s * expf(m - v) + 1.f;
+        s = s * expf(m - v) + expf(v - v);
         m = v;
     } else if (v != NEG_INF) {
         s += expf(v - m);
