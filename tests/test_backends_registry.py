@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from importlib import resources
 
 import pytest
 
@@ -36,8 +35,10 @@ def test_names_order_and_unknown_name():
     assert spec("cuda").candidate_glob == "cuda_*.py" and spec("cpp").candidate_file("omp") == "cpp_omp.py"
 
 
-def test_prompt_files_of_every_backend_are_packaged():
-    folder = resources.files("htam_agent").joinpath("prompts")
+def test_prompt_files_of_every_backend_are_shipped():
+    from htam_agent.coder.prompting import shipped_prompts_dir
+
+    folder = shipped_prompts_dir()
     for name in BACKENDS:
         s = spec(name)
         for file in (s.format_prompt, s.generate_prompt, s.repair_hints_prompt):

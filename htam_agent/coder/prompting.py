@@ -1,4 +1,4 @@
-"""Prompt templates: load them from `htam_agent/prompts/` and render a CodeRequest into chat messages.
+"""Prompt templates: load them from the `prompts/` folder and render a CodeRequest into chat messages.
 
 Templates are plain markdown with `{name}` placeholders. Only `{identifier}` patterns are placeholders, so
 C++ and Python braces in the templates' code samples are left alone; a placeholder the renderer does not
@@ -13,23 +13,30 @@ Files (one per node and backend):
   repair.md                  a repair (shared): failed code, the evaluator's reason, repair_hints_<backend>.md
   ask_again.md               the corrective message when a reply had no usable code
 
-A folder passed as `prompts_dir` overrides individual files (to experiment with prompts without editing the
-package); files it lacks come from the package.
+Where a template is read from, first match per file (so an override folder may hold only the files it changes):
+  1. the `prompts_dir` argument (LLMCoder(prompts_dir=...)),
+  2. the folder named by the environment variable HTAM_PROMPTS_DIR,
+  3. the repository's top-level `prompts/` folder, when running from a checkout (an editable install too),
+  4. the copy shipped inside the installed package (`htam_agent/prompts/` in the wheel; setup.py maps it).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from htam_agent.backends import REGISTRY, UnknownBackend
 from htam_agent.backends import spec as backend_spec
 from htam_agent.coder.base import CodeRequest, StrategyBrief
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 #: how prompts name each backend (the registry's titles)
 BACKEND_TITLES = {name: s.title for name, s in REGISTRY.items()}
@@ -58,21 +65,42 @@ def render(template: str, values: dict[str, Any], *, name: str = "template") -> 
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), template)
 
 
+#: environment variable naming a folder whose templates win over the shipped ones, file by file
+PROMPTS_ENV = "HTAM_PROMPTS_DIR"
+_CHECKOUT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def shipped_prompts_dir() -> Path | Traversable:
+    """The shipped templates: the repository's top-level `prompts/` in a checkout, else the installed package's
+    copy (`htam_agent/prompts/`, put there by the build)."""
+    top = _CHECKOUT_ROOT / "prompts"
+    if (_CHECKOUT_ROOT / "pyproject.toml").is_file() and (top / "system.md").is_file():
+        return top
+    return resources.files("htam_agent").joinpath("prompts")
+
+
+def override_dirs(prompts_dir: str | Path | None = None) -> list[Path]:
+    """Folders searched before the shipped templates, first wins: `prompts_dir`, then $HTAM_PROMPTS_DIR."""
+    env = os.environ.get(PROMPTS_ENV)
+    return [Path(d).expanduser() for d in (prompts_dir, env) if d not in (None, "")]
+
+
 @lru_cache(maxsize=64)
-def _package_template(filename: str) -> str:
+def _shipped_template(filename: str) -> str:
     try:
-        return resources.files("htam_agent").joinpath("prompts", filename).read_text(encoding="utf-8")
+        return shipped_prompts_dir().joinpath(filename).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise PromptError(f"prompt template {filename} is not in the package's prompts folder") from None
+        raise PromptError(f"prompt template {filename} is not in the shipped prompts folder "
+                          f"({shipped_prompts_dir()})") from None
 
 
 def load_template(filename: str, prompts_dir: str | Path | None = None) -> str:
-    """A template's text: from `prompts_dir` when it has the file, else the packaged one."""
-    if prompts_dir is not None:
-        path = Path(prompts_dir) / filename
+    """A template's text: from `prompts_dir` or $HTAM_PROMPTS_DIR when it has the file, else the shipped one."""
+    for folder in override_dirs(prompts_dir):
+        path = folder / filename
         if path.is_file():
             return path.read_text(encoding="utf-8")
-    return _package_template(filename)
+    return _shipped_template(filename)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -273,9 +301,8 @@ def render_ask_again(problem: str, backend: str, prompts_dir: str | Path | None 
 
 
 def template_names() -> list[str]:
-    """Every packaged template file name."""
-    folder = resources.files("htam_agent").joinpath("prompts")
-    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".md"))
+    """Every shipped template file name."""
+    return sorted(p.name for p in shipped_prompts_dir().iterdir() if p.name.endswith(".md"))
 
 
 def dumps_request(request: CodeRequest) -> str:

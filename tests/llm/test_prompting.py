@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from llm_samples import CUDA_NVRTC, TASK
 
+from htam_agent.backends import BACKENDS
+from htam_agent.backends import spec as backend_spec
 from htam_agent.coder.base import CodeRequest, StrategyBrief
 from htam_agent.coder.prompting import (
+    PROMPTS_ENV,
     PromptError,
+    load_template,
     placeholders,
     render,
     render_ask_again,
     render_request,
+    shipped_prompts_dir,
     summarize_verdict,
     template_names,
 )
@@ -110,6 +117,42 @@ def test_prompts_dir_overrides_single_files(tmp_path):
     prompt = render_request(request("cuda"), prompts_dir=tmp_path)
     assert prompt.user.startswith("CUSTOM elementwise_leaky_relu via **memory access**")
     assert "class ModelNew" in prompt.system  # system.md still from the package
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_every_backend_template_is_in_the_top_level_prompts_folder():
+    """The templates live in the repository's top-level prompts/ (users find and override them there); a
+    checkout reads them from there, and the package's own folder no longer holds a copy."""
+    top = REPO / "prompts"
+    assert shipped_prompts_dir() == top
+    assert not (REPO / "htam_agent" / "prompts").exists()
+    for name in BACKENDS:
+        s = backend_spec(name)
+        for file in (s.format_prompt, s.generate_prompt, s.repair_hints_prompt):
+            assert (top / file).is_file(), file
+    for file in ("system.md", "repair.md", "ask_again.md"):
+        assert (top / file).is_file(), file
+    assert set(template_names()) == {p.name for p in top.glob("*.md")}
+
+
+def test_htam_prompts_dir_overrides_single_files_and_prompts_dir_wins_over_it(tmp_path, monkeypatch):
+    env_dir, arg_dir = tmp_path / "env", tmp_path / "arg"
+    env_dir.mkdir()
+    arg_dir.mkdir()
+    (env_dir / "generate_cuda.md").write_text("FROM ENV {task_name}")
+    (env_dir / "ask_again.md").write_text("ENV ASK {problem}")
+    monkeypatch.setenv(PROMPTS_ENV, str(env_dir))
+    prompt = render_request(request("cuda"))
+    assert prompt.user == "FROM ENV elementwise_leaky_relu\n"
+    assert "class ModelNew" in prompt.system  # files the override lacks come from the shipped folder
+    assert render_ask_again("no code", "cuda") == "ENV ASK no code."
+    (arg_dir / "generate_cuda.md").write_text("FROM ARG {task_name}")
+    assert render_request(request("cuda"), prompts_dir=arg_dir).user == "FROM ARG elementwise_leaky_relu\n"
+    assert load_template("ask_again.md", arg_dir) == "ENV ASK {problem}"  # not in arg_dir: the env folder's
+    monkeypatch.delenv(PROMPTS_ENV)
+    assert render_request(request("cuda")).user.startswith("# Task `elementwise_leaky_relu`")
 
 
 def test_ask_again_names_the_problem_and_the_backend():
