@@ -1,9 +1,9 @@
 """The run's heavy objects (memory, evaluator, coder), built once per process from the context's settings.
 
-The context holds settings only; nodes call `resources_for(ctx)` to get live objects. Objects injected from
-Python (`RunContext.resources`, e.g. a chat model or an opened memory) win over the ones built here. Built
-objects are cached by the settings they depend on, so every node of every step reuses the same Chroma client
-and the same evaluator (whose baseline timings are cached per task).
+The context holds settings only; nodes call `memory_for(ctx)`, `gateway_for(ctx)` and `coder_for(ctx)` to get
+live objects. Objects injected from Python (`RunContext.resources`, e.g. a chat model or an opened memory) win
+over the ones built here. Built objects are cached by the settings they depend on, so every node of every step
+reuses the same Chroma client and the same evaluator (whose baseline timings are cached per task).
 """
 
 from __future__ import annotations

@@ -22,7 +22,6 @@ Where a template is read from, first match per file (so an override folder may h
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -305,16 +304,8 @@ def template_names() -> list[str]:
     return sorted(p.name for p in shipped_prompts_dir().iterdir() if p.name.endswith(".md"))
 
 
-def dumps_request(request: CodeRequest) -> str:
-    """A compact JSON description of a request (for trace metadata and artifacts)."""
-    return json.dumps({"task": request.task_name, "backend": request.backend, "step": request.step,
-                       "direction": request.direction, "repair": request.repair, "variant": request.variant,
-                       "strategies": [s.id for s in request.strategies],
-                       "advice": [a.id for a in request.advice]})
-
-
 __all__ = [
-    "BACKEND_EXPECTED", "BACKEND_TITLES", "PromptError", "RenderedPrompt", "dumps_request", "is_repair",
+    "BACKEND_EXPECTED", "BACKEND_TITLES", "PromptError", "RenderedPrompt", "is_repair",
     "load_template", "placeholders", "render", "render_ask_again", "render_request", "request_values",
     "strategy_block", "summarize_verdict", "template_names",
 ]

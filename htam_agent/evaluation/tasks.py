@@ -8,7 +8,6 @@ KernelBench file) gets them derived by `sizes.py`; an explicit dict always wins.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import sys
 import traceback
@@ -62,10 +61,6 @@ class Task:
         if self.derived is None:
             self.derived = _derived(self.source, self.path)
         return self.derived
-
-    @property
-    def source_hash(self) -> str:
-        return hashlib.sha256(self.source.encode()).hexdigest()
 
     def get_inputs(self) -> list[Any]:
         return list(self.module.get_inputs())

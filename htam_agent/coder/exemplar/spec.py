@@ -12,8 +12,6 @@ from typing import Any
 
 Ref = tuple[str, Any]
 
-FAMILIES = ("elementwise", "rowwise", "matmul", "staged")
-
 
 @dataclass(frozen=True)
 class Step:
@@ -99,14 +97,3 @@ class Pattern:
     mm_b: str = ""
     mm_batched: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def task_kind(self) -> str:
-        """A short label used in descriptions and file names."""
-        if self.family == "rowwise":
-            return self.row_op
-        if self.family == "matmul":
-            return "bmm" if self.mm_batched else "mm"
-        if self.family == "staged":
-            return "staged"
-        return f"{self.prefix.kind}_epilogue" if self.prefix else "chain"
