@@ -5,15 +5,18 @@ Heavy imports (torch, Chroma) happen inside the commands, so `htam --help` is in
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
+from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
-from htam_agent.backends import BACKENDS, choices
+from htam_agent.backends import BACKENDS
 
 app = typer.Typer(name="htam", help="Make GPU kernels faster with an LLM and a memory that learns (HTAM).",
                   no_args_is_help=True, add_completion=False)
@@ -67,29 +70,52 @@ def _mount_exemplar() -> None:
 _mount_exemplar()
 
 
+def _with_eval_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """Give a typer command the evaluator's shared options (htam_agent/evaluation/options.py, also behind
+    `python -m htam_agent.evaluation`): they join fn's own parameters in the signature typer reads, and fn gets
+    their values as one dict, `options` (choices as plain strings)."""
+    from htam_agent.evaluation.options import EVAL_OPTIONS
+
+    shared = []
+    for o in EVAL_OPTIONS:
+        kind: Any = o.type
+        default = o.default
+        if o.choices:  # an Enum: typer shows and checks the choices (any typer version)
+            kind = Enum(o.dest.title().replace("_", ""), {c: c for c in o.choices}, type=str)
+            default = None if default is None else kind(default)
+        if default is None:
+            kind = kind | None
+        shared.append(inspect.Parameter(o.dest, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                        annotation=Annotated[kind, typer.Option(o.flag, help=o.help)]))
+    own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.name != "options"]
+
+    def command(**kwargs: Any) -> None:
+        options = {o.dest: kwargs.pop(o.dest, o.default) for o in EVAL_OPTIONS}
+        options = {k: v.value if isinstance(v, Enum) else v for k, v in options.items()}
+        return fn(**kwargs, options=options)
+
+    command.__name__, command.__doc__ = fn.__name__, fn.__doc__
+    command.__signature__ = inspect.Signature([*own, *shared])  # type: ignore[attr-defined]
+    return command
+
+
 @app.command("eval")
+@_with_eval_options
 def eval_cmd(
     task: Annotated[Path, typer.Argument(help="KernelBench-format task file (Model, get_inputs, get_init_inputs)")],
     candidate: Annotated[Path, typer.Argument(help="candidate file defining ModelNew")],
-    backend: Annotated[str | None, typer.Option(help=f"{choices()} (default: detected from the source)")] = None,
-    size: Annotated[str | None, typer.Option(help="default | small | alt (default: small on cpp, else default)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the verdict as JSON")] = False,
-    baselines: Annotated[str, typer.Option(help="comma list of eager,compile; empty for none")] = "eager,compile",
-    no_timing: Annotated[bool, typer.Option("--no-timing", help="check correctness only")] = False,
-    no_store: Annotated[bool, typer.Option("--no-store", help="do not read or write the verdict store")] = False,
-    compile_timeout: Annotated[float, typer.Option(help="seconds allowed to compile")] = 600.0,
-    run_timeout: Annotated[float, typer.Option(help="seconds allowed for each later phase")] = 180.0,
-    threads: Annotated[int | None, typer.Option(help="CPU threads for the cpp backend")] = None,
-    tier: Annotated[str, typer.Option(help="checks: default | thorough (slower) | bare (no anti-cheat)")] = "default",
+    options: dict[str, Any] | None = None,  # the shared options, by dest (_with_eval_options)
 ) -> None:
     """Compile, verify and time CANDIDATE against TASK; exit status 0 only when it is accepted."""
     from htam_agent.evaluation.backends import BACKEND_NAMES, detect_backend
     from htam_agent.evaluation.gateway import EvaluationGateway
+    from htam_agent.evaluation.options import eval_options, verdict_store
     from htam_agent.evaluation.readout import Readout
-    from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
-    from htam_agent.evaluation.store import VerdictStore
+    from htam_agent.evaluation.runner import Candidate, Evaluator
     from htam_agent.evaluation.tasks import TaskError, load_task
 
+    assert options is not None  # filled by _with_eval_options
     for path, what in ((task, "task"), (candidate, "candidate")):
         if not path.is_file():
             console.print(f"[red]error:[/] {path}: no such {what} file")
@@ -100,18 +126,15 @@ def eval_cmd(
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     source = candidate.read_text()
-    backend = backend or detect_backend(source)
+    backend = options["backend"] or detect_backend(source)
     if backend not in BACKEND_NAMES:
         console.print(f"[red]error:[/] {candidate}: cannot tell the backend"
                       f"{'' if backend is None else f' ({backend!r} is not one)'}; pass --backend "
                       + "|".join(BACKEND_NAMES))
         raise typer.Exit(2)
-    options = EvalOptions(backend=backend, size=size, timing=not no_timing,
-                          baselines=tuple(b for b in baselines.split(",") if b.strip()),
-                          compile_timeout_s=compile_timeout, run_timeout_s=run_timeout, threads=threads, tier=tier)
-    store = None if no_store else VerdictStore()
+    evaluator = Evaluator(eval_options(options, backend), verdict_store(options))
     with console.status(f"evaluating {candidate.name} on {backend} (compile, verify, time)..."):
-        gateway = EvaluationGateway(Evaluator(options, store), mode="local")  # asked to evaluate: never replay
+        gateway = EvaluationGateway(evaluator, mode="local")  # asked to evaluate: never replay
         verdict = gateway.benchmark(Candidate(task_path=str(task), source=source))
     if as_json:
         sys.stdout.write(json.dumps(verdict, indent=1, default=str) + "\n")

@@ -22,41 +22,13 @@ import sys
 import time
 from pathlib import Path
 
-from htam_agent.backends import REGISTRY, spec
+from htam_agent.backends import spec
 
-from .backends import BACKEND_NAMES, detect_backend
+from .backends import detect_backend
+from .options import add_arguments, eval_options, verdict_store
 from .readout import Readout
-from .runner import Candidate, EvalOptions, Evaluator
-from .store import VerdictStore
+from .runner import Candidate, Evaluator
 from .tasks import TaskError, task_paths
-
-
-def _options(args: argparse.Namespace, backend: str) -> EvalOptions:
-    return EvalOptions(
-        backend=backend, size=args.size, alt_size=None if args.no_alt else "alt", trials=args.trials,
-        tier=args.tier,
-        timing=not args.no_timing, baselines=tuple(b for b in args.baselines.split(",") if b),
-        compile_timeout_s=args.compile_timeout, run_timeout_s=args.run_timeout, threads=args.threads,
-    )
-
-
-def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", choices=BACKEND_NAMES,
-                   help="; ".join(f"{s.name}: {s.description}" for s in REGISTRY.values())
-                   + " (default: detected from the candidate source)")
-    p.add_argument("--size", choices=("default", "small", "alt"), help="default: small on cpp, else default")
-    p.add_argument("--trials", type=int, default=5)
-    p.add_argument("--tier", choices=("default", "thorough", "bare"), default="default",
-                   help="checks: default (the agent's), thorough (slower, more trials), bare (no anti-cheat; "
-                        "for measuring their cost)")
-    p.add_argument("--no-alt", action="store_true", help="skip the second-shape check")
-    p.add_argument("--no-timing", action="store_true")
-    p.add_argument("--baselines", default="eager,compile", help="comma list of eager,compile (or empty)")
-    p.add_argument("--compile-timeout", type=float, default=600.0)
-    p.add_argument("--run-timeout", type=float, default=180.0)
-    p.add_argument("--threads", type=int, help="CPU threads for the cpp backend (default: all cores)")
-    p.add_argument("--store", help="verdict store folder (default: HTAM_VERDICT_DIR or ~/.cache/htam-agent)")
-    p.add_argument("--no-store", action="store_true", help="neither read nor write the verdict store")
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -65,8 +37,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if backend is None:
         print(f"{args.candidate}: cannot tell the backend from the source; pass --backend", file=sys.stderr)
         return 2
-    store = None if args.no_store else VerdictStore(args.store)
-    ev = Evaluator(_options(args, backend), store)
+    store = verdict_store(args)
+    ev = Evaluator(eval_options(args, backend), store)
     verdict = ev.evaluate(Candidate(task_path=args.task, source=source), use_store=not args.no_store)
     print(json.dumps(verdict, indent=1, default=str) if args.json else Readout(verdict).text())
     return 0 if verdict["accepted"] else 1
@@ -254,12 +226,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
         backend = args.backend or detect_backend(src) or "cuda"
         by_backend.setdefault(backend, []).append(Candidate(task_path=task, source=src, name=Path(task).stem))
         by_backend[backend][-1].origin = cand  # type: ignore[attr-defined]
-    store = None if args.no_store else VerdictStore(args.store)
+    store = verdict_store(args)
     t0 = time.time()
     out = open(args.out, "w") if args.out else None
     n_ok = 0
     for backend, cands in by_backend.items():
-        ev = Evaluator(_options(args, backend), store)
+        ev = Evaluator(eval_options(args, backend), store)
 
         def progress(phase: str, i: int, n: int, v: dict | None, backend: str = backend,
                      cands: list[Candidate] = cands) -> None:
@@ -294,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("task")
     p.add_argument("candidate")
     p.add_argument("--json", action="store_true")
-    _add_common(p)
+    add_arguments(p)  # the options shared with `htam eval` (options.py)
     p.set_defaults(fn=cmd_eval)
     p = sub.add_parser("batch", help="evaluate many candidates: parallel compile, then verify and time")
     p.add_argument("--pairs", help="JSON list of {task, candidate} paths")
@@ -306,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                                         "bundled suite: its own candidates")
     p.add_argument("--out", help="write verdicts here, one JSON per line")
     p.add_argument("--jobs", type=int, help="parallel compiles (default: all cores)")
-    _add_common(p)
+    add_arguments(p)  # the options shared with `htam eval` (options.py)
     p.set_defaults(fn=cmd_batch)
     args = parser.parse_args(argv)
     try:

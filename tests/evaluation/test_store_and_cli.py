@@ -104,3 +104,63 @@ def test_cli_eval_honest_cpp_candidate_exit_0(tmp_path, build_root):
     assert out.returncode == 0, out.stderr[-2000:]
     verdict = json.loads(out.stdout)
     assert verdict["status"] == "accepted" and verdict["speedup_vs_eager"] > 0
+
+
+def test_htam_eval_and_the_bare_cli_share_one_option_definition(tmp_path, monkeypatch):
+    """`htam eval` (typer) and `python -m htam_agent.evaluation` (argparse) are both built from
+    evaluation/options.py: the same flags, defaults, help and choices, and the same argv gives the same
+    EvalOptions and verdict store."""
+    import argparse
+    from enum import Enum
+
+    import typer.main
+    from typer.testing import CliRunner
+
+    import htam_agent.evaluation.gateway as gateway_mod
+    import htam_agent.evaluation.runner as runner_mod
+    from htam_agent.cli import app
+    from htam_agent.evaluation.options import EVAL_OPTIONS, add_arguments, eval_options, verdict_store
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    defaults = parser.parse_args([])
+    params = {p.name: p for p in typer.main.get_command(app).commands["eval"].params}
+    for o in EVAL_OPTIONS:
+        p = params[o.dest]
+        default = p.default.value if isinstance(p.default, Enum) else p.default
+        assert (p.opts, p.help, default, getattr(defaults, o.dest)) == ([o.flag], o.help, o.default, o.default), o
+
+    seen = {}
+
+    class FakeEvaluator:
+        def __init__(self, options, store):
+            seen["options"], seen["store"] = options, store
+
+    class FakeGateway:
+        def __init__(self, evaluator, mode):
+            assert mode == "local"
+
+        def benchmark(self, cand):
+            return {"status": "accepted", "accepted": True}
+
+    monkeypatch.setattr(runner_mod, "Evaluator", FakeEvaluator)
+    monkeypatch.setattr(gateway_mod, "EvaluationGateway", FakeGateway)
+    task, cand = SUITE_DIR / "norm_rmsnorm.py", CANDIDATES_DIR / "norm_rmsnorm" / "cpp_omp.py"
+    for o in EVAL_OPTIONS:  # both refuse a value outside the choices, before evaluating anything
+        if o.choices:
+            assert CliRunner().invoke(app, ["eval", str(task), str(cand), o.flag, "nope"]).exit_code == 2
+            with pytest.raises(SystemExit):
+                parser.parse_args([o.flag, "nope"])
+    for argv in (["--backend", "cpp", "--size", "small", "--trials", "2", "--tier", "bare", "--no-alt",
+                  "--baselines", "eager", "--threads", "3", "--compile-timeout", "5", "--run-timeout", "7",
+                  "--store", str(tmp_path / "store")],
+                 ["--no-timing", "--no-store", "--baselines", ""],
+                 []):
+        result = CliRunner().invoke(app, ["eval", str(task), str(cand), "--json", *argv])
+        assert result.exit_code == 0, result.output
+        args = parser.parse_args(argv)
+        assert seen["options"] == eval_options(args, "cpp")  # the backend detected from the source: cpp
+        store = verdict_store(args)
+        assert (seen["store"] is None) == (store is None)
+        if store is not None:
+            assert seen["store"].root == store.root

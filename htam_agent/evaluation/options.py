@@ -1,0 +1,97 @@
+"""The evaluator's command-line options, declared once: `python -m htam_agent.evaluation eval|batch` (argparse,
+here) and `htam eval` (typer, htam_agent/cli.py) are both built from `EVAL_OPTIONS`, and both turn the parsed
+values into `EvalOptions` and a verdict store with `eval_options` and `verdict_store`.
+
+Standard library only (with the evaluator's own modules): the evaluation package runs on a bare GPU host, so
+the typer side of the definition lives in cli.py. A default, a help text or a choice list lives in one place:
+here, and the defaults that `EvalOptions` has are read from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from htam_agent.backends import REGISTRY
+
+from .backends import BACKEND_NAMES
+from .runner import TIERS, EvalOptions
+from .store import VerdictStore
+from .tasks import SIZES
+
+_DEFAULTS = {f.name: f.default for f in fields(EvalOptions)}
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option. `type` is str, int or float; bool is a flag that is off unless given (`--no-timing`)."""
+
+    dest: str          # the parsed value's name, e.g. "compile_timeout"
+    type: type
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.dest.replace("_", "-")
+
+
+EVAL_OPTIONS: tuple[OptionSpec, ...] = (
+    OptionSpec("backend", str, None,
+               "; ".join(f"{s.name}: {s.description}" for s in REGISTRY.values())
+               + " (default: detected from the candidate source)", BACKEND_NAMES),
+    OptionSpec("size", str, None, "the task's size (default: small on cpp, else default)", SIZES),
+    OptionSpec("trials", int, _DEFAULTS["trials"], "correctness trials (random inputs) per candidate"),
+    OptionSpec("tier", str, _DEFAULTS["tier"],
+               "checks: default (the agent's), thorough (slower, more trials), bare (no anti-cheat; for measuring "
+               "their cost)", TIERS),
+    OptionSpec("no_alt", bool, False, "skip the second-shape check"),
+    OptionSpec("no_timing", bool, False, "check correctness only (no timing, no baselines)"),
+    OptionSpec("baselines", str, ",".join(_DEFAULTS["baselines"]), "comma list of eager,compile; empty for none"),
+    OptionSpec("compile_timeout", float, _DEFAULTS["compile_timeout_s"], "seconds allowed to compile"),
+    OptionSpec("run_timeout", float, _DEFAULTS["run_timeout_s"], "seconds allowed for each later phase"),
+    OptionSpec("threads", int, _DEFAULTS["threads"], "CPU threads for the cpp backend (default: all cores)"),
+    OptionSpec("store", str, None, "verdict store folder (default: HTAM_VERDICT_DIR or ~/.cache/htam-agent/verdicts)"),
+    OptionSpec("no_store", bool, False, "neither read nor write the verdict store"),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add every option of `EVAL_OPTIONS` to an argparse parser."""
+    for o in EVAL_OPTIONS:
+        if o.type is bool:
+            parser.add_argument(o.flag, dest=o.dest, action="store_true", help=o.help)
+        else:
+            shown = "" if o.default is None else f" (default: {o.default})"
+            parser.add_argument(o.flag, dest=o.dest, type=o.type, default=o.default, choices=o.choices or None,
+                                help=(o.help + shown).replace("%", "%%"))
+
+
+def _values(values: Mapping[str, Any] | argparse.Namespace) -> Mapping[str, Any]:
+    return vars(values) if isinstance(values, argparse.Namespace) else values
+
+
+def parse_baselines(text: str) -> tuple[str, ...]:
+    return tuple(b.strip() for b in text.split(",") if b.strip())
+
+
+def eval_options(values: Mapping[str, Any] | argparse.Namespace, backend: str) -> EvalOptions:
+    """The parsed options (an argparse Namespace or a dict by `dest`) as EvalOptions for one backend."""
+    v = _values(values)
+    return EvalOptions(
+        backend=backend, size=v["size"], alt_size=None if v["no_alt"] else _DEFAULTS["alt_size"],
+        trials=v["trials"], tier=v["tier"], timing=not v["no_timing"], baselines=parse_baselines(v["baselines"]),
+        compile_timeout_s=v["compile_timeout"], run_timeout_s=v["run_timeout"], threads=v["threads"],
+    )
+
+
+def verdict_store(values: Mapping[str, Any] | argparse.Namespace) -> VerdictStore | None:
+    """The verdict store the options ask for: None with --no-store, else --store or the default folder."""
+    v = _values(values)
+    return None if v["no_store"] else VerdictStore(v["store"])
+
+
+__all__ = ["EVAL_OPTIONS", "OptionSpec", "add_arguments", "eval_options", "parse_baselines", "verdict_store"]
