@@ -3,11 +3,12 @@
 kernelbench: level1/39_L2Norm_.py
 expect: accepted
 
-y = x / ||x||_2 over dim 1 (no epsilon, as the reference). The input is seen as (outer, d, inner) around dim 1.
-For the problem's 2-D input one block owns a row: per-thread partial sums of squares, a block reduction, then
-a second pass writes the row divided by the norm (float4 when the row is 16-byte aligned). For inputs of more
-dimensions (inner > 1) one thread owns an (outer, inner) line, walked with stride inner (coalesced across
-threads). Sizes that can pass 2**31 arrive as doubles (the default input has 2**31 - 32768 elements).
+y = x / ||x||_2 over dim 1 (no epsilon, as the reference). The input is seen as (outer, d, inner) around
+dim 1. For the problem's 2-D input one block owns a row: per-thread partial sums of squares, a block
+reduction, then a second pass writes the row divided by the norm (float4 when the row is 16-byte aligned).
+For inputs of more dimensions (inner > 1) one thread owns an (outer, inner) line, walked with stride inner
+(coalesced across threads). Sizes that can pass 2**31 arrive as doubles (the default input has
+2**31 - 32768 elements).
 """
 
 import math
