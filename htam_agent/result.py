@@ -15,11 +15,14 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-#: a baseline at this fraction of the roofline floor or more leaves at most 1/0.7 = 1.43x to gain: the roofline
-#: explains why no kernel beat it (the memory calls a candidate this close "near_roofline" too)
-NEAR_ROOFLINE = 0.7
+# NEAR_ROOFLINE: a baseline at this fraction of the roofline floor or more leaves at most 1/0.7 = 1.43x to gain,
+# so the roofline explains why no kernel beat it (the memory calls a candidate this close "near_roofline" too)
+from htam_agent.evaluation.readout import NEAR_ROOFLINE, Readout
+
+if TYPE_CHECKING:
+    from htam_agent.state import StepRecord
 
 #: a speedup must reach 1 + NOISE to count as beating a baseline: below that it is within the run-to-run spread
 #: of one timing (about 1-2% on an idle GPU) and a hand-written kernel is not worth keeping for it
@@ -36,8 +39,6 @@ def _num(value: Any) -> float | None:
 
 def verdict_facts(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
     """The timings and roofline of one verdict, as RunResult.best_facts holds them (None when it has none)."""
-    from htam_agent.evaluation.readout import Readout
-
     return Readout(verdict).facts()
 
 
@@ -118,22 +119,6 @@ def _roofline_why(name: str, fraction: float | None, facts: dict[str, Any], *, l
 
 
 @dataclass
-class StepSummary:
-    step: int
-    direction: str | None
-    direction_reason: str
-    strategies: list[str]
-    status: str                      # the best verdict status of the step's candidates
-    accepted: bool
-    speedup_vs_eager: float | None
-    speedup_vs_compile: float | None
-    roofline_fraction: float | None
-    repairs: int
-    candidates: int
-    reason: str                      # the evaluator's one-line reason for the step's best candidate
-
-
-@dataclass
 class RunResult:
     run_id: str
     task: str
@@ -155,7 +140,7 @@ class RunResult:
     output_tokens: int
     wall_seconds: float
     stop_reason: str                 # budget | target_speedup | roofline | interrupted | error
-    steps: list[StepSummary] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)  # the graph's own step records (state.history)
     error: str = ""
     #: the best verdict's medians and roofline (verdict_facts); None: read back from the artifact folder
     best_facts: dict[str, Any] | None = None
@@ -166,7 +151,7 @@ class RunResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:
         data = dict(data)
-        data["steps"] = [StepSummary(**s) for s in data.get("steps", [])]
+        data["steps"] = [dict(s) for s in data.get("steps", [])]
         return cls(**data)
 
     def facts(self) -> dict[str, Any]:

@@ -65,6 +65,9 @@ class Best(TypedDict, total=False):
 
 
 class StepRecord(TypedDict, total=False):
+    """One finished step, as the memory node writes it: the graph's history and the run result's `steps` hold
+    the same record (no copy into another shape)."""
+
     step: int
     direction: str | None
     direction_reason: str

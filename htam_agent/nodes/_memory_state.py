@@ -1,37 +1,25 @@
-"""Translate between the graph's state and the memory's records (one place, so every node agrees)."""
+"""Translate between the graph's state and the memory's records (one place, so every node agrees); a verdict's
+memory status is `Readout`'s (the one reader of verdicts)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from htam_agent.context import RunContext
+from htam_agent.evaluation.readout import Readout
 from htam_agent.state import AgentState
-
-#: a best candidate at this fraction of the roofline floor or more is "near_roofline" for the memory
-NEAR_ROOFLINE = 0.7
 
 
 def roofline_fraction(verdict: dict[str, Any]) -> float | None:
-    return (verdict.get("roofline") or {}).get("fraction")
-
-
-# NVRTC and Triton compile at the first launch, so the evaluator reports their compiler errors as errors of
-# the first call; for the memory and the prompts they are compile errors all the same.
-_JIT_COMPILE_ERRORS = ("Kernel compilation failed", "CompilationError", "nvrtc: error", "NVRTC_ERROR")
+    return Readout(verdict).roofline_fraction
 
 
 def failed_to_compile(verdict: dict[str, Any]) -> bool:
-    if verdict.get("status") in ("compile_error", "invalid_candidate"):
-        return True
-    text = f"{verdict.get('reason') or ''} {verdict.get('compiler_message') or ''}"
-    return verdict.get("status") == "runtime_error" and any(m in text for m in _JIT_COMPILE_ERRORS)
+    return Readout(verdict).failed_to_compile
 
 
 def memory_status(verdict: dict[str, Any]) -> str:
-    if verdict.get("accepted"):
-        frac = roofline_fraction(verdict)
-        return "near_roofline" if frac is not None and frac >= NEAR_ROOFLINE else "correct_slow"
-    return "compile_error" if failed_to_compile(verdict) else "incorrect"
+    return Readout(verdict).memory_status
 
 
 def memory_state(state: AgentState, ctx: RunContext):  # -> htam_agent.memory.schema.MemoryState

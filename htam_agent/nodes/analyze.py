@@ -14,7 +14,8 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from htam_agent.context import RunContext
-from htam_agent.nodes._memory_state import NEAR_ROOFLINE, failed_to_compile
+from htam_agent.evaluation.readout import NEAR_ROOFLINE
+from htam_agent.nodes._memory_state import failed_to_compile
 from htam_agent.state import AgentState, Analysis, latest_per_variant, step_candidates
 
 _ELEMENTWISE = {

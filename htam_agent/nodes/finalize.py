@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 
 from htam_agent.artifacts import RunArtifacts
 from htam_agent.context import RunContext
-from htam_agent.result import RunResult, StepSummary
+from htam_agent.result import RunResult
 from htam_agent.state import AgentState
 
 
@@ -32,12 +32,7 @@ def build_result(state: AgentState, ctx: RunContext, art: RunArtifacts, wall: fl
     best = state.get("best") or {}
     coders = [c.get("coder") for c in cands if c.get("coder") and c.get("coder") != "person"]
     uses_llm = any(c.get("uses_llm") for c in cands)
-    steps = [StepSummary(step=h["step"], direction=h.get("direction"), direction_reason=h.get("direction_reason", ""),
-                         strategies=list(h.get("strategies") or []), status=h.get("status", ""),
-                         accepted=bool(h.get("accepted")), speedup_vs_eager=h.get("speedup_vs_eager"),
-                         speedup_vs_compile=h.get("speedup_vs_compile"), roofline_fraction=h.get("roofline_fraction"),
-                         repairs=h.get("repairs", 0), candidates=h.get("candidates", 0), reason=h.get("reason", ""))
-             for h in state.get("history", [])]
+    steps = [dict(h) for h in state.get("history", [])]  # the step records as they are
     best_path = str(art.root / "best_kernel.py") if best.get("code") else None
     return RunResult(
         run_id=state["run_id"], task=state.get("task_name", ""), task_path=state["task_path"], backend=ctx.backend,

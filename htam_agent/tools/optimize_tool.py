@@ -64,8 +64,8 @@ def compact(result: Any) -> dict[str, Any]:
         "roofline_fraction": result.best_roofline_fraction, "best_kernel_path": result.best_code_path,
         "best_kernel": code, "artifact_dir": result.artifact_dir, "coder": result.coder, "uses_llm": result.uses_llm,
         "evaluations": result.evaluations, "llm_calls": result.llm_calls,
-        "steps": [f"{s.step}: {s.direction or '-'} -> {s.status}"
-                  + (f" {s.speedup_vs_eager:.2f}x" if s.speedup_vs_eager else "") for s in result.steps],
+        "steps": [f"{s.get('step')}: {s.get('direction') or '-'} -> {s.get('status')}"
+                  + (f" {s['speedup_vs_eager']:.2f}x" if s.get("speedup_vs_eager") else "") for s in result.steps],
     }
 
 

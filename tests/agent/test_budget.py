@@ -15,7 +15,7 @@ def test_max_evaluations_stops_the_run(agent_env: Path) -> None:
     ctx = RunContext.from_env(backend="cpp", steps=5, candidates=2, max_evaluations=3, baselines=())
     result = run_optimization(softmax_task(), ctx, coder=coder)
     assert result.evaluations == 3 and len(coder.requests) == 3
-    assert [s.candidates for s in result.steps] == [2, 1] and result.stop_reason == "budget"
+    assert [s["candidates"] for s in result.steps] == [2, 1] and result.stop_reason == "budget"
 
 
 def test_unsupported_task_stops_an_offline_run_at_once(agent_env: Path) -> None:
@@ -25,6 +25,6 @@ def test_unsupported_task_stops_an_offline_run_at_once(agent_env: Path) -> None:
     ctx = RunContext.from_env(backend="cpp", steps=4, baselines=(), coder="exemplar")
     result = run_optimization(SUITE_DIR / "attention_sdpa.py", ctx)
     assert not result.correct and result.stop_reason == "unsupported" and result.evaluations == 1
-    assert "not supported" in result.steps[0].reason and "HTAM_MODEL" in result.steps[0].reason
+    assert "not supported" in result.steps[0]["reason"] and "HTAM_MODEL" in result.steps[0]["reason"]
     with HTAMemory.open(agent_env / "memory") as mem:
         assert mem.transitions.events() == []  # nothing learned about directions from it

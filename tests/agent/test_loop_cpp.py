@@ -27,8 +27,8 @@ def test_repair_then_accept_then_learn(agent_env: Path) -> None:
     assert coder.requests[1].failed_code == BROKEN_CPP
     assert coder.requests[2].best_code == GOOD_SOFTMAX  # step 1 builds on the best kernel
     assert result.correct and result.evaluations == 3
-    assert [s.repairs for s in result.steps] == [1, 0]
-    assert result.steps[0].direction and result.steps[0].strategies
+    assert [s["repairs"] for s in result.steps] == [1, 0]
+    assert result.steps[0]["direction"] and result.steps[0]["strategies"]
     assert result.best_speedup_vs_eager and result.best_speedup_vs_eager > 0
     assert result.stop_reason == "budget" and not result.uses_llm
 
@@ -48,20 +48,20 @@ def test_repair_then_accept_then_learn(agent_env: Path) -> None:
     with HTAMemory.open(agent_env / "memory") as mem:
         evs = [e for _, e in mem.transitions.events()]
         assert len(evs) == 2
-        assert evs[0].prev_direction == "start" and evs[1].prev_direction == result.steps[0].direction
+        assert evs[0].prev_direction == "start" and evs[1].prev_direction == result.steps[0]["direction"]
         assert all(e.accepted for e in evs) and evs[0].run_id == result.run_id
 
 
 def test_flat_and_none_memory_modes_run(agent_env: Path) -> None:
     ctx = RunContext.from_env(backend="cpp", steps=1, baselines=(), memory_mode="none")
     res = run_optimization(softmax_task(), ctx, coder=ScriptedCoder([GOOD_SOFTMAX]))
-    assert res.correct and res.steps[0].direction is None and res.method.startswith("memory=none")
+    assert res.correct and res.steps[0]["direction"] is None and res.method.startswith("memory=none")
     flat = run_optimization(softmax_task(), ctx.with_(memory_mode="flat"), coder=ScriptedCoder([GOOD_SOFTMAX]))
-    assert flat.correct and flat.steps[0].strategies and flat.steps[0].direction
+    assert flat.correct and flat.steps[0]["strategies"] and flat.steps[0]["direction"]
 
 
 def test_no_code_reply_is_recorded_not_crashed(agent_env: Path) -> None:
     ctx = RunContext.from_env(backend="cpp", steps=1, max_repairs=0, baselines=())
     res = run_optimization(softmax_task(), ctx, coder=ScriptedCoder([None]))
-    assert not res.correct and res.steps[0].status == "invalid_candidate"
-    assert "no candidate code" in res.steps[0].reason
+    assert not res.correct and res.steps[0]["status"] == "invalid_candidate"
+    assert "no candidate code" in res.steps[0]["reason"]

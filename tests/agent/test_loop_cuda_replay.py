@@ -65,5 +65,5 @@ def test_cuda_loop_replays_h200_verdicts(agent_env: Path, openai_server, monkeyp
     assert result.correct and result.backend == "cuda"
     best = max(gpu[n]["speedup_vs_eager"] for n in ("cuda_nvrtc.py", "cuda_online.py") if gpu[n]["accepted"])
     assert result.best_speedup_vs_eager == best
-    assert [s.repairs for s in result.steps] == [1, 0]
+    assert [s["repairs"] for s in result.steps] == [1, 0]
     assert "compile" in (root / "step_00" / "cand_0_r1" / "prompt.md").read_text().lower()

@@ -44,13 +44,13 @@ def test_scripted_llm_drives_the_loop(agent_env: Path, openai_server, monkeypatc
     reqs = openai_server.chat_requests
     assert len(reqs) == 5 and result.llm_calls == 5
     assert result.uses_llm and result.coder == "scripted-model"
-    assert result.correct and [s.repairs for s in result.steps] == [1, 0]
+    assert result.correct and [s["repairs"] for s in result.steps] == [1, 0]
     prompt_in, completion = openai_server.reported_usage()
     assert (result.input_tokens, result.output_tokens) == (prompt_in, completion) and prompt_in > 0
 
     first = json.dumps(reqs[0].messages)
-    assert "class Model" in first and result.steps[0].direction in first
-    assert any(s in first for s in result.steps[0].strategies)
+    assert "class Model" in first and result.steps[0]["direction"] in first
+    assert any(s in first for s in result.steps[0]["strategies"])
     assert "ModelNew" in json.dumps(reqs[1].messages[-1])            # asked again for code
     repair_prompt = json.dumps(reqs[2].messages)
     assert "not C++" in repair_prompt or "compile" in repair_prompt  # the compiler's message reached the model

@@ -98,7 +98,7 @@ def test_portfolio_declarations_and_cards_through_a_run(agent_env: Path, openai_
             assert ev.accepted
     by_dir = {e.direction: e for e in events.values() if e.uid.startswith(f"{run_id}:0")}
     assert "occupancy_tuning" in by_dir and "occupancy_tuning" not in assigned.values()  # done, not asked
-    assert result.steps[0].direction == "memory_access"  # the step's best, as declared
+    assert result.steps[0]["direction"] == "memory_access"  # the step's best, as declared
 
     (card,) = mem.learned_cards()
     assert card.direction == "memory_access" and card.applicability.op_classes == ["normalization"]

@@ -53,7 +53,7 @@ def test_kill9_mid_run_resumes_without_repeating_steps(agent_env: Path) -> None:
     coder = ScriptedCoder([GOOD_SOFTMAX] * 3)
     ctx = RunContext.from_env(backend="cpp", steps=3, baselines=())
     result = run_optimization(softmax_task(), ctx, coder=coder, run_id=run_id, resume=True)
-    assert result.correct and [s.step for s in result.steps] == [0, 1, 2]
+    assert result.correct and [s["step"] for s in result.steps] == [0, 1, 2]
     assert [r.step for r in coder.requests] == [1, 2]  # step 0 was not generated again
     after = _events(run_dir)[len(before):]
     assert not any(e.get("step") == 0 for e in after)
@@ -89,8 +89,8 @@ def test_person_changes_direction_then_edits_code(agent_env: Path) -> None:
 
     result = run_optimization(softmax_task(), ctx, coder=coder, run_id="steered", resume=True, on_interrupt=person)
     assert [p["step"] for p in seen] == [0, 1]
-    assert result.steps[0].direction == "memory_access"
-    assert all(s.startswith("ma_") for s in result.steps[0].strategies)
+    assert result.steps[0]["direction"] == "memory_access"
+    assert all(s.startswith("ma_") for s in result.steps[0]["strategies"])
     assert len(coder.requests) == 1 and coder.requests[0].direction == "memory_access"
     code = (Path(result.artifact_dir) / "step_01" / "cand_0_r0" / "code.py").read_text()
     assert "edited by a person" in code

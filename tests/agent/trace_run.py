@@ -16,4 +16,4 @@ if __name__ == "__main__":
     from langchain_core.tracers.langchain import wait_for_all_tracers
 
     wait_for_all_tracers()
-    print(json.dumps({"correct": result.correct, "direction": result.steps[0].direction}))
+    print(json.dumps({"correct": result.correct, "direction": result.steps[0]["direction"]}))

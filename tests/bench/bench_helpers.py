@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 from htam_agent.context import RunContext
-from htam_agent.result import RunResult, StepSummary
+from htam_agent.result import RunResult
+from htam_agent.state import StepRecord
 
 BUILD_ROOT = os.environ.get("HTAM_TEST_BUILD_DIR") or "/tmp/htam_test_builds"
 
@@ -36,10 +37,10 @@ def evaluating_run_fn(task_path: str, ctx: RunContext, *, run_id: str | None = N
     for i, f in enumerate(files):
         v = ev.evaluate(Candidate(task_path=task_path, source=f.read_text()))
         (art / f"eval_{i}.json").write_text(json.dumps(v, default=str))
-        steps.append(StepSummary(step=i, direction=None, direction_reason="bundled candidate", strategies=[],
-                                 status=v["status"], accepted=v["accepted"],
-                                 speedup_vs_eager=v.get("speedup_vs_eager"), speedup_vs_compile=None,
-                                 roofline_fraction=None, repairs=0, candidates=1, reason=v.get("reason", "")))
+        steps.append(StepRecord(step=i, direction=None, direction_reason="bundled candidate", strategies=[],
+                                status=v["status"], accepted=v["accepted"],
+                                speedup_vs_eager=v.get("speedup_vs_eager"), speedup_vs_compile=None,
+                                roofline_fraction=None, repairs=0, candidates=1, reason=v.get("reason", "")))
         if v["accepted"] and (best is None or (v.get("speedup_vs_eager") or 0) > (best[1].get("speedup_vs_eager") or 0)):
             best = (i, v, f)
     code_path = None
