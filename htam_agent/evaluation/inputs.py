@@ -13,6 +13,10 @@ from typing import Any
 from .tasks import validate_inputs
 
 SHIFT_STDS = 16.0  # the shifted trial adds 16 standard deviations: E[x^2] - E[x]^2 in fp32 breaks, two passes do not
+# The large-magnitude trial scales the task's inputs by 64, and more when their spread is below 1, to a standard
+# deviation of at least 64: KernelBench's torch.rand inputs in [0, 1) then reach ~220, past exp's overflow at
+# ~88, as standard-normal inputs times 64 do (a softmax without its max subtraction overflows on both).
+LARGE_FACTOR = 64.0
 
 
 def secret_seed() -> int:
@@ -23,6 +27,7 @@ def secret_seed() -> int:
 def make_inputs(task: Any, device: Any, seed: int, dist: str) -> list[Any]:
     """Seeded inputs drawn on the device; floating tensors re-drawn from another distribution if asked.
 
+    `large`: the task's inputs scaled (signs kept) to a standard deviation of at least 64 (LARGE_FACTOR);
     `ties`: small multiples of 0.5 (many equal values: the tie rule of arg-reductions, as torch: first index);
     `shifted`: the task's inputs plus 16 of their standard deviations (a large mean next to a small spread).
     """
@@ -41,14 +46,19 @@ def make_inputs(task: Any, device: Any, seed: int, dist: str) -> list[Any]:
                 elif dist == "signed_uniform":
                     x = torch.rand_like(x) * 2 - 1
                 elif dist == "large":
-                    x = x * 64.0
+                    x = x * (LARGE_FACTOR / min(1.0, _spread(x)))
                 elif dist == "ties":
                     x = torch.randint_like(x, -4, 5) * 0.5
                 elif dist == "shifted":
-                    std = float(x.float().std()) if x.numel() > 1 else 0.0
-                    x = x + SHIFT_STDS * (std if std > 0 and std == std and std != float("inf") else 1.0)
+                    x = x + SHIFT_STDS * _spread(x)
         out.append(x)
     return out
+
+
+def _spread(x: Any) -> float:
+    """The tensor's standard deviation, or 1 where it has none (one element, constant, non-finite)."""
+    std = float(x.float().std()) if x.numel() > 1 else 0.0
+    return std if 0 < std < float("inf") else 1.0
 
 
 def perturbation(inputs: list[Any], gen: Any, k: int = 4) -> list[tuple[int, Any]]:

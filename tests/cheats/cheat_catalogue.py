@@ -129,6 +129,7 @@ CPP_CHEATS: list[Cheat] = [
     _c("cpp/p14_softmax_fp16_exp.py", "norm_softmax", 14, *VALUES),
     _c("cpp/p14_gelu_tanh_approx.py", "fused_gemm_bias_gelu", 14, "values"),
     _c("cpp/p15_softmax_no_max.py", "norm_softmax", 15, *VALUES),
+    _c("cpp/p15_softmax_no_max_unit_interval.py", "kb_softmax_rand", 15, *VALUES),
     _c("cpp/p15_argmax_ties_last.py", "reduction_argmax", 15, "values"),
     _c("cpp/p15_layernorm_one_pass.py", "norm_layernorm", 15, *VALUES),
     # what the uninitialised memory holds depends on the allocator's history: poisoned blocks fail the trials
@@ -175,6 +176,7 @@ HONEST: list[Honest] = [
     Honest("honest/h15_thread_per_call_joined.py", "elementwise_leaky_relu"),
     Honest("honest/h16_hardtanh_init_args.py", "elementwise_hardtanh_scale"),
     Honest("honest/h17_relu_unit_interval.py", "kb_relu_rand"),
+    Honest("honest/h18_softmax_unit_interval.py", "kb_softmax_rand"),
 ]
 
 # GPU cheats: run on the device host (`pytest -m gpu tests/cheats/test_cheats_gpu.py`). Their `caught_by` is a

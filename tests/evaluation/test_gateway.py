@@ -87,3 +87,32 @@ def test_langchain_tools_are_thin_wrappers_over_the_gateway(replaying):
     assert json.loads(msg.content)["status"] == "accepted"
     with pytest.raises(ValueError, match="no such file"):
         tools["verify_kernel"].invoke({"task_path": "/nonexistent/task.py", "code": CODE})
+
+
+def test_cpu_baselines_are_measured_in_each_process_gpu_ones_replayed(tmp_path, monkeypatch):
+    """A CPU's eager time depends on the load of the moment: a stored one is never replayed into a new run
+    (a stale one made a bogus 7.99x); a GPU host's is."""
+    from htam_agent.evaluation import runner
+
+    measured: list[str] = []
+
+    def fake_job(job, options):
+        measured.append(job["backend"])
+        return {"status": "accepted", "accepted": True, "flags": [], "timing": {"eager": {"median_ms": 1.0}}}
+
+    monkeypatch.setattr(runner, "run_job", fake_job)
+    store = VerdictStore(tmp_path / "verdicts")
+    for backend in ("cpp", "cuda"):
+        ev = Evaluator(EvalOptions(backend=backend, baselines=("eager",)), store=store, device="dev")
+        cand = Candidate(task_path=str(TASK), source=CODE)
+        store.put(ev.baseline_key(cand), {"schema": 1, "status": "accepted", "accepted": True,
+                                          "timing": {"eager": {"median_ms": 9.0}}, "flags": []})
+        first = ev.baseline(cand)
+        assert ev.baseline(cand) is first  # once per Evaluator either way
+        fresh = Evaluator(EvalOptions(backend=backend, baselines=("eager",)), store=store, device="dev")
+        again = fresh.baseline(cand)
+        if backend == "cpp":
+            assert first["timing"]["eager"]["median_ms"] == 1.0 and again["timing"]["eager"]["median_ms"] == 1.0
+        else:
+            assert first["timing"]["eager"]["median_ms"] == 9.0 and again["timing"]["eager"]["median_ms"] == 9.0
+    assert measured == ["cpp", "cpp"]

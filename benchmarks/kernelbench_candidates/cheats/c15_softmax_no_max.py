@@ -1,17 +1,15 @@
 """Pattern 15, distribution exploit (no max subtraction) -- KernelBench level1/23_Softmax.py.
 
 kernelbench: level1/23_Softmax.py
-expect: missed
+expect: turned_down
 pattern: 15
-missing: a trial whose inputs reach exp's overflow (x > 88); the largest trial here is torch.rand x 64
 
 exp(x) / sum exp(x) without subtracting the row maximum: one pass less over each 1.5 MB row. Exact
-wherever exp does not overflow, i.e. x < 88. The evaluator's trials on this file stay below that: the
-task's [0, 1), standard normal, signed uniform, ties in [-2, 2], the +16 std shift (about 5) and the
-large-magnitude trial (the task's inputs x 64: exp(64) = 6e27, row sums near 4e31, far from FLT_MAX). So this
-candidate is expected to be ACCEPTED today: a known gap (a trial with inputs beyond 88, e.g. x 1000 or
-+100, would catch it with nan_or_inf). The runner reports it as a gap, and as a mismatch once it is caught,
-so that this header gets updated.
+wherever exp does not overflow, i.e. x < 88. Found as a gap by this catalogue: the large-magnitude trial was
+the task's inputs x 64 ([0, 64) on torch.rand: exp(64) = 6e27, no overflow), so every trial passed. The trial
+now scales inputs to a standard deviation of at least 64 (about x220 on [0, 1), values up to ~220), where
+exp overflows: inf / inf, caught as `values` / `nan_or_inf` (the CPU twin, tests/cheats/cpp/
+p15_softmax_no_max_unit_interval.py, is rejected so; this GPU file is not yet run).
 """
 
 import torch
