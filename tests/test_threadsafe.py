@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from htam_agent import safe_ast
+from htam_agent import threadsafe
 
 PACKAGE = Path(__file__).resolve().parents[1] / "htam_agent"
 
@@ -30,7 +30,7 @@ def test_parses_never_overlap(monkeypatch):
                 inside -= 1
 
     monkeypatch.setattr(ast, "parse", slow_parse)
-    threads = [threading.Thread(target=lambda: [safe_ast.parse("x = 1") for _ in range(20)]) for _ in range(4)]
+    threads = [threading.Thread(target=lambda: [threadsafe.parse("x = 1") for _ in range(20)]) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
@@ -40,5 +40,5 @@ def test_parses_never_overlap(monkeypatch):
 
 def test_no_module_parses_around_the_lock():
     offenders = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
-                 if p.name != "safe_ast.py" and "ast.parse(" in p.read_text().replace("safe_ast.parse(", "")]
+                 if p.name != "threadsafe.py" and "ast.parse(" in p.read_text().replace("threadsafe.parse(", "")]
     assert offenders == []

@@ -16,10 +16,10 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from htam_agent.artifacts import RunArtifacts
 from htam_agent.context import RunContext
-from htam_agent.resources import Resources
-from htam_agent.result import RunResult
+from htam_agent.run.artifacts import RunArtifacts
+from htam_agent.run.resources import Resources
+from htam_agent.run.result import RunResult
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def run_optimization(task_path: str | Path, ctx: RunContext | None = None, *, ch
     from langgraph.types import Command
 
     from htam_agent.graph import compile_graph
-    from htam_agent.nodes.prepare import new_run_id
+    from htam_agent.run.artifacts import new_run_id
 
     ctx = ctx or RunContext.from_env()
     task_path = str(Path(task_path).expanduser().resolve())

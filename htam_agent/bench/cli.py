@@ -1,6 +1,6 @@
 """`htam bench SUITE ...`: run methods on a suite at equal evaluation budget, then write the report.
 
-Mount in htam_agent/cli.py with ``app.command("bench")(bench_command)``; ``app`` here is the same command as a
+Mount in htam_agent/cli/main.py with ``app.command("bench")(bench_command)``; ``app`` here is the same command as a
 one-command typer app (``python -m htam_agent.bench.cli`` runs it alone).
 """
 

@@ -44,7 +44,7 @@ _mount_memory()
 
 
 def _mount_optimize() -> None:
-    from htam_agent.optimize_cli import optimize_cmd
+    from htam_agent.cli.optimize import optimize_cmd
 
     app.command("optimize")(optimize_cmd)
 

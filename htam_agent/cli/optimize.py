@@ -113,8 +113,8 @@ def optimize_cmd(
 ) -> None:
     """Search for a faster kernel for TASK, step by step, guided by the HTAM memory."""
     from htam_agent.agent import RunInterrupted, run_optimization
-    from htam_agent.artifacts import RunArtifacts
     from htam_agent.context import ConfigError, RunContext
+    from htam_agent.run.artifacts import RunArtifacts
 
     overrides = dict(backend=backend, steps=steps, candidates=candidates, model=model, base_url=base_url,
                      coder=coder, size=size, memory_dir=memory_dir, runs_dir=runs_dir, max_repairs=max_repairs,
@@ -139,7 +139,7 @@ def optimize_cmd(
         console.print("[yellow]No LLM configured: the offline exemplar coder writes the kernels (no LLM is "
                       "used).[/yellow] Set HTAM_MODEL / --model (and HTAM_BASE_URL / --base-url, OPENAI_API_KEY) "
                       "to use one.")
-    from htam_agent.nodes.prepare import new_run_id
+    from htam_agent.run.artifacts import new_run_id
 
     run_id = resume or new_run_id(task_path.stem)
     view = ProgressView(f"htam optimize {task_path.stem} (run {run_id}): {ctx.describe()}")

@@ -22,7 +22,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-from htam_agent import safe_ast
+from htam_agent import threadsafe
 from htam_agent.backends import REGISTRY
 from htam_agent.evaluation.backends import detect_backend
 
@@ -90,7 +90,7 @@ def fenced_blocks(text: str) -> list[Block]:
 
 def _parse_error(code: str) -> str | None:
     try:
-        safe_ast.parse(code)
+        threadsafe.parse(code)
     except SyntaxError as exc:
         return f"line {exc.lineno}: {exc.msg}"
     except ValueError as exc:  # null bytes
@@ -148,7 +148,7 @@ def _literal(source: str) -> str:
 def _merge_sources(code: str, others: list[Block], backend: str) -> tuple[str | None, str]:
     """Define kernel-source names the code uses but never assigns, from other blocks (only when clear)."""
     try:
-        tree = safe_ast.parse(code)
+        tree = threadsafe.parse(code)
     except SyntaxError:
         return code, ""
     defined = _module_names(tree)
@@ -207,7 +207,7 @@ def _check(code: str, backend: str, how: str, nblocks: int) -> Extraction:
     if error:
         return Extraction(None, f"the code does not parse ({error}); the reply may have been cut off",
                           detected, nblocks)
-    tree = safe_ast.parse(code)
+    tree = threadsafe.parse(code)
     if not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):
         return Extraction(None, "class ModelNew is not defined at module level", detected, nblocks)
     if detected != backend:

@@ -9,7 +9,7 @@ strategy ids), so the memory learns what was done rather than what was asked; wi
 requested strategies stand. One `propose` is one conversation: the system and user prompts, then, while the reply has no usable code
 (no code block, no ModelNew, does not parse, wrong backend), a short corrective message in the same
 conversation, at most `max_asks` times. Transient endpoint errors are retried with backoff
-(`htam_agent.llm.invoke_with_retry`); an endpoint that stays down or a wrong setting raises
+(`htam_agent.coder.llm.invoke_with_retry`); an endpoint that stays down or a wrong setting raises
 `LLMUnavailable` / `LLMConfigError` (the run cannot make progress without its LLM). Every call carries a
 run name ("generate" / "repair"), tags ("htam", the backend, the context's tags) and metadata (task,
 backend, step, direction, model, ...) in its LangChain config, so LangSmith traces are searchable.
@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from htam_agent.coder.base import CodeProposal, CodeRequest
 from htam_agent.coder.extract import Declaration, Extraction, extract_code, parse_declaration
-from htam_agent.coder.prompting import render_ask_again, render_request
-from htam_agent.llm import (
+from htam_agent.coder.llm import (
     RetryPolicy,
     Usage,
     UsageCounter,
@@ -32,6 +31,7 @@ from htam_agent.llm import (
     invoke_with_retry,
     make_chat_model,
 )
+from htam_agent.coder.prompting import render_ask_again, render_request
 from htam_agent.memory.cards import plan_text
 
 if TYPE_CHECKING:

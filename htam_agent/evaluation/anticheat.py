@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from htam_agent import safe_ast
+from htam_agent import threadsafe
 
 # ATen ops that move or allocate memory without computing anything: not evidence of computing the result.
 TRIVIAL_OPS = frozenset(
@@ -242,7 +242,7 @@ def _call_root(node: ast.AST) -> str | None:
 def static_flags(source: str) -> list[tuple[str, str]]:
     """(flag, reason) for fallbacks to PyTorch in exception handlers and for inheriting the reference."""
     try:
-        tree = safe_ast.parse(source)
+        tree = threadsafe.parse(source)
     except SyntaxError:
         return []
     flags = []

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import safe_ast
+from .. import threadsafe
 from . import paths
 
 VERSION = 3
@@ -176,7 +176,7 @@ def _analyze(source: str, path: Path, module: types.ModuleType) -> _Analysis:
     """Find the size globals of an executed task module (see the module docstring for the rule)."""
     import ast
 
-    tree = safe_ast.parse(source, str(path))
+    tree = threadsafe.parse(source, str(path))
     code = compile(source, str(path), "exec")
     bound: dict[str, int] = {}  # how many top-level statements bind each name
     assigns: list[_Assign] = []
@@ -889,7 +889,7 @@ def explicit_dicts(source: str, path: Path | str = "<task>") -> set[str]:
     import ast
 
     try:
-        tree = safe_ast.parse(source, str(path))
+        tree = threadsafe.parse(source, str(path))
     except SyntaxError:
         return set()
     names = set()

@@ -80,7 +80,7 @@ def embed(texts: list[str], device: str = "cpu", batch_size: int = 64) -> Any:
     model = get_model(device)
     import torch
 
-    from htam_agent.fx_tracing import FX_LOCK
+    from htam_agent.threadsafe import FX_LOCK
 
     # torch's thread count is process-wide: set it only around our own call; and no torch.fx trace may run
     # meanwhile (it patches nn.Module.__call__ globally, and would capture this model's calls)

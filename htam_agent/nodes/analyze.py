@@ -57,7 +57,7 @@ def reference_ops(task_source: str, task_path: str) -> list[str]:
     from htam_agent.evaluation.tasks import load_task_source
 
     task = load_task_source(task_source, task_path, check_inputs=False)
-    from htam_agent.fx_tracing import FX_LOCK
+    from htam_agent.threadsafe import FX_LOCK
 
     try:
         with torch.device("meta"):

@@ -14,9 +14,9 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from htam_agent.artifacts import RunArtifacts
 from htam_agent.context import RunContext
-from htam_agent.resources import gateway_for
+from htam_agent.run.artifacts import RunArtifacts
+from htam_agent.run.resources import gateway_for
 from htam_agent.state import (
     AgentState,
     CandidateRecord,

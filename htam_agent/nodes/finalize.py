@@ -9,9 +9,9 @@ from typing import Any
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
-from htam_agent.artifacts import RunArtifacts
 from htam_agent.context import RunContext
-from htam_agent.result import RunResult
+from htam_agent.run.artifacts import RunArtifacts
+from htam_agent.run.result import RunResult
 from htam_agent.state import AgentState
 
 
@@ -63,11 +63,11 @@ def finalize(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
                   f"# Written by {'LLM ' + result.coder if result.uses_llm else 'the htam exemplar coder (no LLM)'};"
                   " accepted by the htam evaluator. Use it as a drop-in ModelNew.\n")
         art.write_best(header + best["code"])
-    from htam_agent.run_report import write_report
+    from htam_agent.run.report import write_report
 
     mem_dirs: list[str] = []
     try:
-        from htam_agent.resources import memory_for
+        from htam_agent.run.resources import memory_for
 
         mem = memory_for(ctx)
         mem_dirs = mem.directions if mem else []

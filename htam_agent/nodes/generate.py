@@ -15,11 +15,11 @@ from typing import Any, TypedDict
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
-from htam_agent.artifacts import RunArtifacts
 from htam_agent.coder.base import CodeProposal, CodeRequest, DirectionAdvice, StrategyBrief, UnsupportedTask
 from htam_agent.context import RunContext
 from htam_agent.memory.cards import plan_text
-from htam_agent.resources import coder_for, gateway_for
+from htam_agent.run.artifacts import RunArtifacts
+from htam_agent.run.resources import coder_for, gateway_for
 from htam_agent.state import CandidateRecord
 
 #: prefix of the error of a coder that cannot handle the task at all (the run stops: it will not change)

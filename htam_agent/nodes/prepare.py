@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
 
-from htam_agent.artifacts import RunArtifacts
 from htam_agent.context import RunContext
+from htam_agent.run.artifacts import RunArtifacts, new_run_id
 from htam_agent.state import AgentState
-
-
-def new_run_id(task_name: str) -> str:
-    return f"{time.strftime('%Y%m%d-%H%M%S')}-{task_name[:40]}-{uuid.uuid4().hex[:6]}"
 
 
 def prepare(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 
 from htam_agent.context import RunContext
 from htam_agent.nodes._memory_state import memory_state, task_memory
-from htam_agent.resources import memory_for
+from htam_agent.run.resources import memory_for
 from htam_agent.state import AgentState
 
 

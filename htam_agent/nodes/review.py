@@ -16,11 +16,11 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from htam_agent.artifacts import RunArtifacts
 from htam_agent.context import RunContext
 from htam_agent.nodes._memory_state import memory_state
 from htam_agent.nodes.retrieve import brief
-from htam_agent.resources import memory_for
+from htam_agent.run.artifacts import RunArtifacts
+from htam_agent.run.resources import memory_for
 from htam_agent.state import AgentState
 
 ACTIONS = ("accept", "direction", "code", "stop")

@@ -24,7 +24,7 @@ from htam_agent.nodes._memory_state import (
     state_key_list,
 )
 from htam_agent.nodes.generate import UNSUPPORTED
-from htam_agent.resources import memory_for
+from htam_agent.run.resources import memory_for
 from htam_agent.state import (
     AgentState,
     Best,

@@ -20,8 +20,14 @@ import json
 import os
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
+
+
+def new_run_id(task_name: str) -> str:
+    """The artifact folder's name: sortable by start time, readable, unique."""
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{task_name[:40]}-{uuid.uuid4().hex[:6]}"
 
 
 def atomic_write(path: Path, text: str) -> Path:

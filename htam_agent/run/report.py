@@ -103,7 +103,7 @@ def _ms(x: float | None) -> str:
 
 def outcome_lines(result: dict[str, Any]) -> list[str]:
     """The report's outcome bullets: what was found, what to do, why, and the numbers behind it."""
-    from htam_agent.result import RunResult
+    from htam_agent.run.result import RunResult
 
     res = RunResult.from_dict(result)
     o = res.outcome()
@@ -166,6 +166,6 @@ def write_report(root: Path, result: dict[str, Any], history: list[dict[str, Any
                      f" | {_fmt(h.get('roofline_fraction'), '')} | {h.get('repairs', 0)} | {reason} |")
     lines += ["", *plots, ""]
     path = root / "report.md"
-    from htam_agent.artifacts import atomic_write
+    from htam_agent.run.artifacts import atomic_write
 
     return atomic_write(path, "\n".join(lines))

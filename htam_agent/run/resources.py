@@ -108,7 +108,7 @@ def coder_for(ctx: RunContext) -> Coder:
         return LLMCoder(inj.chat_model, ctx)
 
     def build_llm() -> Coder:
-        from htam_agent.llm import make_chat_model
+        from htam_agent.coder.llm import make_chat_model
 
         return LLMCoder(make_chat_model(ctx), ctx)
 

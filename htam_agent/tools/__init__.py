@@ -1,2 +1,2 @@
-"""LangChain tools over the evaluator (and the agent as a tool). Built by factories so each run's tools are
-bound to its evaluator; importing this package is cheap."""
+"""The evaluator as LangChain tools (compile, verify, benchmark) for an outside agent, over one evaluation
+gateway. The agent itself as a tool, `optimize_kernel`, lives next to the agent (`htam_agent.agent.tool`)."""

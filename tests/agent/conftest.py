@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from htam_agent import resources
+from htam_agent.run import resources
 
 
 @pytest.fixture

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from htam_agent.artifacts import RunArtifacts
+from htam_agent.agent.tool import compact, make_optimize_tool
 from htam_agent.context import RunContext
 from htam_agent.nodes.finalize import build_result
-from htam_agent.result import RunResult, verdict_facts
-from htam_agent.run_report import write_report
-from htam_agent.tools.optimize_tool import compact, make_optimize_tool
+from htam_agent.run.artifacts import RunArtifacts
+from htam_agent.run.report import write_report
+from htam_agent.run.result import RunResult, verdict_facts
 
 from .scripted_coder import softmax_task
 

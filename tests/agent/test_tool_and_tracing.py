@@ -12,8 +12,8 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
+from htam_agent.agent.tool import make_optimize_tool
 from htam_agent.context import RunContext
-from htam_agent.tools.optimize_tool import make_optimize_tool
 
 from .scripted_coder import GOOD_SOFTMAX, ScriptedCoder, softmax_task
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from htam_agent.context import RunContext
-from htam_agent.result import RunResult
+from htam_agent.run.result import RunResult
 from htam_agent.state import StepRecord
 
 BUILD_ROOT = os.environ.get("HTAM_TEST_BUILD_DIR") or "/tmp/htam_test_builds"

@@ -9,10 +9,10 @@ import pytest
 from bench_helpers import agent_with_bundled_coder
 from typer.testing import CliRunner
 
-from htam_agent import resources
 from htam_agent.bench.cli import app
 from htam_agent.bench.runner import BenchConfig, run_bench
 from htam_agent.context import RunContext
+from htam_agent.run import resources
 
 pytestmark = pytest.mark.slow
 

@@ -8,9 +8,9 @@ import pytest
 from llm_samples import CUDA_NVRTC, TASK, TRITON, fenced, reply_with
 
 from htam_agent.coder.base import Coder, CodeRequest, StrategyBrief
+from htam_agent.coder.llm import LLMConfigError, LLMUnavailable, RetryPolicy, make_chat_model
 from htam_agent.coder.llm_coder import LLMCoder
 from htam_agent.context import RunContext
-from htam_agent.llm import LLMConfigError, LLMUnavailable, RetryPolicy, make_chat_model
 
 STRATEGIES = (StrategyBrief("mem.vec16", "Vectorized 16-byte loads", sketch="float4 ..."),
               StrategyBrief("launch.grid_stride", "Grid-stride loop"))

@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # the package may not be installed in the test venv
     sys.path.insert(0, str(ROOT))
 
+from htam_agent.coder.llm import RetryPolicy  # noqa: E402
 from htam_agent.context import RunContext  # noqa: E402
-from htam_agent.llm import RetryPolicy  # noqa: E402
 from support.langsmith_server import LangSmithRecorder  # noqa: E402
 from support.openai_server import ScriptedOpenAIServer  # noqa: E402
 

@@ -18,9 +18,9 @@ sys.path.insert(0, str(ROOT))
 from langchain_core.tracers.langchain import wait_for_all_tracers  # noqa: E402
 
 from htam_agent.coder.base import CodeRequest, StrategyBrief  # noqa: E402
+from htam_agent.coder.llm import RetryPolicy  # noqa: E402
 from htam_agent.coder.llm_coder import LLMCoder  # noqa: E402
 from htam_agent.context import RunContext  # noqa: E402
-from htam_agent.llm import RetryPolicy  # noqa: E402
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from htam_agent import safe_ast
+from htam_agent import threadsafe
 
 from ..base import UnsupportedTask
 from .spec import Chain, Operand, Pattern, Prefix, Ref, Step
@@ -100,7 +100,7 @@ def _scalar_attrs(model: Any) -> list[tuple[Any, str, str]]:
 
 
 def _trace(task_name: str, model: Any, inputs: list[Any]) -> _Traced:
-    from htam_agent.fx_tracing import FX_LOCK
+    from htam_agent.threadsafe import FX_LOCK
 
     with FX_LOCK:  # symbolic_trace patches torch globally: one tracer at a time per process
         return _trace_locked(task_name, model, inputs)
@@ -391,7 +391,7 @@ def _is_last_dim(dim: Any, rank: int) -> bool:
 
 def _init_and_imports(task: str, source: str) -> tuple[str, str]:
     """The reference's `__init__` (copied so parameters, buffers and state_dict keys match) and its imports."""
-    tree = safe_ast.parse(source)
+    tree = threadsafe.parse(source)
     imports = ["import torch", "import torch.nn as nn", "import torch.nn.functional as F"]
     top_names: set[str] = set()
     for node in tree.body:
