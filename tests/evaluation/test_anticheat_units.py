@@ -155,3 +155,28 @@ def test_identity_sabotage_replaces_results_by_inputs():
     probe.mode = None
     assert probe.replaced == 3
     assert torch.equal(double(x), x * 2)
+
+
+def test_identity_sabotage_sees_writes_into_a_buffer_that_already_held_the_result():
+    """A kernel writing into memory that already holds exactly its result (the caching allocator handing the
+    previous call's output back) looks as if it wrote nothing; scrubbing the previous output shows the write."""
+    probe = anticheat.KernelProbe()
+
+    def out_param(x, y):
+        y.copy_(x * 3)
+
+    write = probe._wrap("ext.write", out_param)
+    x = torch.randn(8)
+    y = torch.empty(8)
+    write(x, y)  # the normal call
+    probe.mode = "identity"
+    write(x, y)  # same inputs, same buffer: content unchanged, the write goes unseen
+    assert probe.replaced == 0 and torch.equal(y, x * 3)
+    probe.scrub([y])
+    assert torch.isnan(y).all()
+    write(x, y)
+    assert probe.replaced == 1 and torch.equal(y, x)  # seen and replaced by the copy of its input
+    probe.mode = None
+    probe.protect([x])
+    probe.scrub([x, (y,)])
+    assert torch.isfinite(x).all() and torch.isnan(y).all()  # inputs are never scrubbed
