@@ -118,6 +118,21 @@ def test_secrets_do_not_reach_the_worker(evaluator, relu_task, monkeypatch):
     assert v["status"] == "accepted", v["reason"]
 
 
+def test_every_evaluation_process_runs_with_fixed_malloc_thresholds(evaluator, relu_task, monkeypatch):
+    """glibc's moving thresholds made eager timings bimodal (1.5 vs 4-5 ms on norm_rmsnorm): the sandbox runs
+    with fixed ones, and a user's own setting wins."""
+    from htam_agent.evaluation.runner import MALLOC_MMAP_THRESHOLD, scrubbed_env
+
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    want = str(MALLOC_MMAP_THRESHOLD)
+    probe = f"if __import__('os').environ.get('MALLOC_MMAP_THRESHOLD_') != '{want}': x = x + 1"
+    v = evaluator.evaluate(candidate(probe, relu_task))
+    assert v["status"] == "accepted", v["reason"]
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
+    assert scrubbed_env()["MALLOC_MMAP_THRESHOLD_"] == "65536"
+    assert scrubbed_env()["MALLOC_TRIM_THRESHOLD_"] == str(1 << 30)
+
+
 def test_compile_error_carries_compiler_message(evaluator, relu_task):
     src = EXT.replace("FAULT", "pass").replace("void segv()", "void segv() { undefined_symbol_xyz(); }\nvoid segv2()")
     v = evaluator.evaluate(Candidate(task_path=str(relu_task), source=src))
