@@ -94,6 +94,20 @@ def test_direction_move_when_no_strategy_applies():
     assert p.strategy_ids == [] and _knobs(p.code)["grid"] == "stride"
 
 
+def test_a_direction_without_moves_here_explores_the_next_variant_and_says_what_it_did():
+    """On cpp a thread-mapping direction changes no knob: the coder writes the next curated variant instead of
+    the same candidate again, and declares the direction its change belongs to (what the memory records)."""
+    coder = ExemplarCoder()
+    first = coder.propose(_req("norm_rmsnorm", "cpp", ("pm_warp_per_row",), direction="parallel_mapping"))
+    assert _knobs(first.code) == {"vec": 8, "march": "generic"}
+    assert first.declared and first.direction == "memory_access"
+    second = coder.propose(_req("norm_rmsnorm", "cpp", ("pm_warp_per_row",), direction="parallel_mapping",
+                                best_code=first.code))
+    assert _knobs(second.code) == {"vec": 8, "march": "native"} and second.direction == "instruction_throughput"
+    own = coder.propose(_req("norm_rmsnorm", "cpp", (), direction="memory_access"))
+    assert _knobs(own.code)["vec"] == 8 and not own.declared  # its own move applies: nothing to declare
+
+
 def test_repair_falls_back_to_the_safest_variant():
     coder = ExemplarCoder()
     fancy = coder.propose(_req("norm_softmax", "cuda", ("fr_online_softmax",))).code

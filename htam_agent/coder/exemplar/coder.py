@@ -58,6 +58,7 @@ class Plan:
     knobs: Knobs
     strategy_ids: tuple[str, ...]
     note: str
+    applied: str | None = None  # the direction the knobs' change belongs to, when it is not the one asked
 
 
 def plan(request: CodeRequest) -> Plan:
@@ -110,7 +111,21 @@ def plan(request: CodeRequest) -> Plan:
     if new is not None:
         return Plan(pattern, request.backend, start, new, (),
                     f"from {origin}, no retrieved strategy applies here; direction {request.direction}'s own move")
-    return Plan(pattern, request.backend, start, start, (), f"{origin}, unchanged: no strategy or direction move applies")
+    # Nothing asked for changes a knob of this backend (e.g. a thread mapping, on the CPU): rather than write
+    # the same candidate again (a wasted evaluation), take the next curated variant after the start, and say
+    # which direction that change belongs to, so the memory learns what was really done.
+    i = curated.index(start)
+    nxt = next((curated[(i + d) % len(curated)] for d in range(1, len(curated) + 1)
+                if curated[(i + d) % len(curated)] != start), None)
+    if nxt is None:
+        return Plan(pattern, request.backend, start, start, (),
+                    f"{origin}, unchanged: no strategy or direction move applies and the space has one variant")
+    changed = {k for k in nxt if nxt.get(k) != start.get(k)}
+    owner = next((d for d, mv in fam.DIRECTION_MOVES.items() if changed & set(mv)), None)
+    return Plan(pattern, request.backend, start, nxt, (),
+                f"from {origin}: direction {request.direction}'s moves do not apply on {request.backend}; "
+                f"the next curated variant instead ({', '.join(sorted(changed))} changed"
+                + (f", a {owner} move)" if owner else ")"), applied=owner)
 
 
 class ExemplarCoder:
@@ -128,7 +143,7 @@ class ExemplarCoder:
                   f"{[s.id for s in request.strategies]}")
         reply = f"{p.note}; knobs {p.start} -> {p.knobs} (variant {variant_id(p.knobs)})"
         return CodeProposal(code=code, coder=self.name, uses_llm=False, prompt=prompt, reply=reply,
-                            strategy_ids=list(p.strategy_ids))
+                            strategy_ids=list(p.strategy_ids), direction=p.applied, declared=p.applied is not None)
 
 
 def describe(task_source: str, task_name: str = "task") -> dict[str, Any]:
