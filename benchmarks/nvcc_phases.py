@@ -53,7 +53,7 @@ def capture_sources(path: Path) -> dict:
 
     def fake(*args, **kwargs):
         names = ["name", "cpp_sources", "cuda_sources", "functions"]
-        kwargs.update(dict(zip(names, args)))
+        kwargs.update(dict(zip(names, args, strict=False)))
         raise _Captured(kwargs)
 
     ext.load_inline = fake
