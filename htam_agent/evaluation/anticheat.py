@@ -172,16 +172,6 @@ class KernelProbe:
                 with torch.no_grad():
                     v.fill_(float("nan"))
 
-    def scrub(self, values: Iterable[Any]) -> None:
-        """NaN into the unprotected floating tensors of a call's result, before the memory is handed out again.
-
-        The identity sabotage sees what a launch wrote by its content changing. A kernel writing into a fresh
-        `empty_like` that the caching allocator hands back with the previous call's very values (the same
-        inputs give the same results) would look as if it wrote nothing, and its result would not be replaced
-        (seen on CPU for NVRTC-style kernels through a stand-in; expected on the GPU). Scrubbing the previous
-        call's outputs makes every real write visible."""
-        self.poison(values)
-
     # -- identity sabotage: each kernel result becomes a copy of one of the kernel's unchanged inputs -----
     def before_launch(self, values: Iterable[Any]) -> list[tuple[Any, Any]] | None:
         """In identity mode: every floating tensor argument with a copy of its content before the launch."""

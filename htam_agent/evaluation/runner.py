@@ -351,16 +351,16 @@ class Evaluator:
     def baseline(self, cand: Candidate, fresh: bool = False) -> dict[str, Any]:
         """Eager (and torch.compile) timings of the task's reference, in a worker that never saw a candidate.
 
-        Measured once per Evaluator. A GPU's baseline is also replayed from the store (a GPU host's timings are
-        steady); a CPU's is not: a shared CPU's load changes from run to run, and an eager time measured slow but
+        Measured once per Evaluator. A GPU's baseline is also kept in the store and replayed (a GPU host's
+        timings are steady); a CPU's is neither: a shared CPU's load changes from run to run, and an eager time measured slow but
         steady under load, replayed for ever, made every later speedup on that task wrong (a 7.99x seen on
         norm_rmsnorm that a fresh baseline put at 1.20x)."""
         key = self.baseline_key(cand)
+        store = None if is_cpu(self.options.backend) else self.store
         if not fresh:
             if key in self._baselines:
                 return self._baselines[key]
-            replay = self.store is not None and not is_cpu(self.options.backend)
-            if replay and (hit := self.store.get(key)) is not None:
+            if store is not None and (hit := store.get(key)) is not None:
                 self._baselines[key] = hit
                 return hit
         verdict = run_job(self._job(cand, "baseline"), self.options)
@@ -368,8 +368,8 @@ class Evaluator:
         verdict["kind"] = "baseline"
         if verdict["status"] == "accepted":
             self._baselines[key] = verdict
-            if self.store is not None and storable(verdict):  # an unreliable one is measured again next run
-                self.store.put(key, verdict)
+            if store is not None and storable(verdict):  # an unreliable one is measured again next run
+                store.put(key, verdict)
         return verdict
 
     def evaluate(self, cand: Candidate, use_store: bool = True) -> dict[str, Any]:

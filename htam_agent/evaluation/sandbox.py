@@ -331,10 +331,12 @@ class Sandbox:
         self.probe.protect(inputs)
         self.probe.protect(list(model.parameters()) + list(model.buffers()))
         with torch.no_grad():
-            first = model(*inputs)
+            first = model(*inputs)  # held through the sabotaged call (see below)
         self.backend.synchronize()
-        self.probe.scrub([first])  # its memory comes back to the sabotaged call: make the kernels' writes show
-        del first
+        # The identity sabotage sees what a launch wrote by its content changing. Were the normal call's outputs
+        # freed, the caching allocator could hand their memory, holding the very values a kernel is about to
+        # write, to the sabotaged call, and the write would go unseen. Held, they cannot be handed out; and
+        # nothing the candidate may keep a reference to is modified.
         self.probe.mode, self.probe.replaced = body["mode"], 0
         try:
             with torch.no_grad():
@@ -344,6 +346,7 @@ class Sandbox:
             return {"raised": type(exc).__name__, "replaced": self.probe.replaced}
         finally:
             self.probe.mode = None
+        del first
         self.outputs[str(body["out_id"])] = out
         reply = self._encode_outputs(out, fds)
         reply["replaced"] = self.probe.replaced

@@ -1,25 +1,12 @@
 """Translate between the graph's state and the memory's records (one place, so every node agrees); a verdict's
-memory status is `Readout`'s (the one reader of verdicts)."""
+memory status is `evaluation.readout.Readout`'s (the one reader of verdicts)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from htam_agent.context import RunContext
-from htam_agent.evaluation.readout import Readout
 from htam_agent.state import AgentState
-
-
-def roofline_fraction(verdict: dict[str, Any]) -> float | None:
-    return Readout(verdict).roofline_fraction
-
-
-def failed_to_compile(verdict: dict[str, Any]) -> bool:
-    return Readout(verdict).failed_to_compile
-
-
-def memory_status(verdict: dict[str, Any]) -> str:
-    return Readout(verdict).memory_status
 
 
 def memory_state(state: AgentState, ctx: RunContext):  # -> htam_agent.memory.schema.MemoryState

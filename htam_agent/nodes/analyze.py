@@ -14,8 +14,7 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from htam_agent.context import RunContext
-from htam_agent.evaluation.readout import NEAR_ROOFLINE
-from htam_agent.nodes._memory_state import failed_to_compile
+from htam_agent.evaluation.readout import NEAR_ROOFLINE, Readout
 from htam_agent.state import AgentState, Analysis, latest_per_variant, step_candidates
 
 _ELEMENTWISE = {
@@ -121,7 +120,7 @@ def status_of(state: AgentState) -> str:
     if not last:
         return "none"
     verdicts = [(c.get("verdict") or c.get("compile") or {"status": "compile_error"}) for c in last]
-    if all(failed_to_compile(v) for v in verdicts) or all(not c.get("code") for c in last):
+    if all(Readout(v).failed_to_compile for v in verdicts) or all(not c.get("code") for c in last):
         return "compile_error"
     return "incorrect"
 

@@ -16,11 +16,10 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from htam_agent.context import RunContext
+from htam_agent.evaluation.readout import Readout
 from htam_agent.nodes._memory_state import (
     history_steps,
     memory_state,
-    memory_status,
-    roofline_fraction,
     state_key_list,
 )
 from htam_agent.nodes.generate import UNSUPPORTED
@@ -62,7 +61,7 @@ def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, 
             update["best"] = Best(step=step, variant=chosen.get("variant", 0), code=chosen["code"] or "",
                                   code_path=chosen.get("code_path") or "", verdict=verdict,
                                   speedup_vs_eager=speed, speedup_vs_compile=verdict.get("speedup_vs_compile"),
-                                  roofline_fraction=roofline_fraction(verdict))
+                                  roofline_fraction=Readout(verdict).roofline_fraction)
 
     # a coder that cannot handle the task says nothing about the direction: no transition is recorded
     unsupported = bool(cands) and all((c.get("error") or "").startswith(UNSUPPORTED) for c in cands)
@@ -87,7 +86,7 @@ def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, 
                         strategies=list((chosen or {}).get("strategy_ids") or []) if accepted else strategy_ids,
                         status=verdict.get("status", "none"), accepted=bool(accepted),
                         failed=not accepted, speedup_vs_eager=verdict.get("speedup_vs_eager"),
-                        speedup_vs_compile=verdict.get("speedup_vs_compile"), roofline_fraction=roofline_fraction(verdict),
+                        speedup_vs_compile=verdict.get("speedup_vs_compile"), roofline_fraction=Readout(verdict).roofline_fraction,
                         repairs=max((c.get("repair", 0) for c in cands), default=0), candidates=len(cands),
                         reason=(verdict.get("reason") or "")[:500], improved=improved,
                         directions=[c.get("direction") or direction.get("id") for c in finals],
@@ -130,7 +129,7 @@ def _record_candidate(mem: Any, state: AgentState, c: dict[str, Any], direction:
         return  # a declared direction the memory does not know (the coder's parser only passes known ones)
     accepted = bool(verdict.get("accepted"))
     speed = verdict.get("speedup_vs_eager") if accepted else None
-    outcome = Outcome(accepted=accepted, status=memory_status(verdict),
+    outcome = Outcome(accepted=accepted, status=Readout(verdict).memory_status,
                       speedup_vs_eager=speed if speed and speed > 0 else None,
                       failed_reason="" if accepted else (verdict.get("reason") or "")[:500])
     strategies = [s for s in c.get("strategy_ids") or [] if s in known]
