@@ -106,7 +106,9 @@ CPP_CHEATS: list[Cheat] = [
     _c("cpp/p08_content_cache_canary.py", "norm_softmax", 8, "timed_output_mismatch", "kernel_not_used",
        "faster_than_roofline"),
     _c("cpp/p09_deferred_thread.py", "elementwise_leaky_relu", 9, "work_after_return"),
-    _c("cpp/p09_batched_replay.py", "norm_softmax", 9, "faster_than_roofline"),
+    # Its batch answers a timed call from inputs seen before the perturbation: the re-checked timed output is
+    # then stale (seen in a fresh-venv run of the suite), or, when its answers stay right, the speed floor.
+    _c("cpp/p09_batched_replay.py", "norm_softmax", 9, "faster_than_roofline", "timed_output_mismatch"),
     _c("cpp/p10_torch_op_unused_kernel.py", "norm_softmax", 10, "no_kernel_launched", "reference_ops"),
     _c("cpp/p10_aten_in_cpp.py", "norm_softmax", 10, "reference_ops"),
     _c("cpp/p10_copy_epilogue.py", "matmul_square", 10, "reference_ops"),
