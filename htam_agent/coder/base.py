@@ -1,9 +1,10 @@
 """The contract between the generation node and whatever writes the code (an LLM, or the offline exemplars).
 
 A request carries everything a step knows: the task, the backend, the chosen direction with its reason, the
-retrieved strategies with their sketches, the current best code and verdict, and the evaluator's feedback when
-the step is a repair. A proposal carries the code (or None with a reason), what was asked and answered (for
-the artifact folder), and the cost (LLM calls and tokens; zero for the exemplar coder).
+retrieved strategies with their sketches, the current best code and verdict, the evaluator's feedback when
+the step is a repair, and what this task already tried (so that no coder writes the same candidate twice). A
+proposal carries the code (or None with a reason), what was asked and answered (for the artifact folder), and
+the cost (LLM calls and tokens; zero for the exemplar coder).
 """
 
 from __future__ import annotations
@@ -39,6 +40,21 @@ class DirectionAdvice:
 
 
 @dataclass(frozen=True)
+class TriedCandidate:
+    """A candidate this task already evaluated (an earlier step's, its last repair): what it applied and what it
+    measured. The exemplar coder reads the knobs from ``code`` to never write it again; the prompt shows one line
+    per attempt (not the code), so a model does not resubmit an approach that was already measured."""
+
+    step: int
+    direction: str | None
+    strategies: tuple[str, ...] = ()
+    accepted: bool = False
+    speedup_vs_eager: float | None = None
+    outcome: str = ""                              # one line: what the evaluator said
+    code: str = ""
+
+
+@dataclass(frozen=True)
 class CodeRequest:
     task_name: str
     task_source: str
@@ -56,6 +72,7 @@ class CodeRequest:
     step: int = 0
     notes: tuple[str, ...] = ()                    # learned notes retrieved from memory
     advice: tuple[DirectionAdvice, ...] = ()       # the ranked directions with their evidence (best first)
+    tried: tuple[TriedCandidate, ...] = ()         # this task's earlier candidates, oldest first
 
 
 @dataclass

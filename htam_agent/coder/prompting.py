@@ -7,7 +7,8 @@ provide is an error (never sent to the model half-filled). Substituted values ar
 Files (one per node and backend):
   system.md                  role, the evaluator's rules, the backend's candidate format ({format})
   format_<backend>.md        the exact candidate format, one per backend of the registry (htam_agent/backends.py)
-  generate_<backend>.md      a fresh candidate: task, current best, the memory's ranked directions as advice
+  generate_<backend>.md      a fresh candidate: task, current best, what this task already measured ({tried}),
+                             the memory's ranked directions as advice
                              ({advice}: evidence, the one suggested for this candidate), strategies, notes, and
                              the declaration line to end the reply with ({declare})
   repair.md                  a repair (shared): failed code, the evaluator's reason, repair_hints_<backend>.md
@@ -212,6 +213,29 @@ def _strategies_section(request: CodeRequest) -> str:
     return "\n\n".join(strategy_block(s, request.backend) for s in request.strategies)
 
 
+#: earlier attempts listed in a prompt (the newest; older ones are summarized by the advice's evidence)
+MAX_TRIED = 8
+
+
+def _tried_section(request: CodeRequest) -> str:
+    """One line per candidate this task already measured (direction, strategies, verdict), newest last: real
+    information for a model (what was tried on this very task and what it gave), so it does not resubmit it."""
+    if not request.tried:
+        return "Nothing yet: this is the task's first step." if request.step == 0 else "No measured candidate yet."
+    shown = request.tried[-MAX_TRIED:]
+    lines = []
+    if len(request.tried) > len(shown):
+        lines.append(f"({len(request.tried) - len(shown)} earlier attempts not listed)")
+    for t in shown:
+        what = f"`{t.direction}`" if t.direction else "no declared direction"
+        if t.strategies:
+            what += " with " + ", ".join(f"`{s}`" for s in t.strategies)
+        lines.append(f"- step {t.step}: {what}: {t.outcome or 'no verdict'}")
+    lines.append("")
+    lines.append("Do not resubmit any of these; build on the current best, or take an approach not listed here.")
+    return "\n".join(lines)
+
+
 def _notes_section(request: CodeRequest) -> str:
     if not request.notes:
         return "None."
@@ -247,6 +271,7 @@ def request_values(request: CodeRequest) -> dict[str, Any]:
         "declare": _declare_section(request),
         "strategies": _strategies_section(request),
         "notes": _notes_section(request),
+        "tried": _tried_section(request),
         "variant": _variant_section(request),
         "feedback": _clip(request.feedback or "(the evaluator gave no reason)", _MAX_FEEDBACK)
                     .replace("\n", "\n> "),

@@ -128,6 +128,20 @@ class Readout:
         text = "; ".join(parts)
         return text + (f". Evaluator: {self.reason}" if self.reason else "")
 
+    def outcome(self) -> str:
+        """One line for a list of earlier attempts: the speedup when accepted, else the status and the reason."""
+        if not self.v:
+            return "no verdict recorded"
+        if self.accepted:
+            parts = ["accepted"]
+            if (eager := self.speedup_vs_eager) is not None:
+                parts.append(f"{eager:.2f}x vs eager")
+            if (fraction := self.roofline_fraction) is not None:
+                parts.append(f"{100 * fraction:.0f}% of the roofline")
+            return ", ".join(parts)
+        reason = " ".join(self.reason.split())
+        return f"{self.status}: {reason[:200]}" if reason else self.status
+
     def feedback(self) -> str:
         """What a repair prompt is told: status, reason, and the tail of the compiler's output."""
         parts = [f"status: {self.v.get('status')}", self.reason]

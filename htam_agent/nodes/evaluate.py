@@ -88,6 +88,25 @@ def feedback_of(verdict: dict[str, Any]) -> str:
     return Readout(verdict).feedback()
 
 
+def tried_payload(state: AgentState) -> list[dict[str, Any]]:
+    """This task's candidates of finished steps (each variant's last repair, with a real verdict), oldest first:
+    what the coders are told was already measured, so that none writes it again."""
+    from htam_agent.evaluation.readout import Readout
+
+    done = {h.get("step") for h in state.get("history", [])}
+    out = []
+    for step in sorted(s for s in done if s is not None):
+        for _, c in sorted(latest_per_variant(step_candidates(state, step)).items()):
+            v = c.get("verdict") or {}
+            if not v or v.get("not_evaluated") or not c.get("code"):
+                continue
+            r = Readout(v)
+            out.append({"step": step, "direction": c.get("direction"), "strategies": list(c.get("strategy_ids") or []),
+                        "accepted": r.accepted, "speedup_vs_eager": r.speedup_vs_eager, "outcome": r.outcome(),
+                        "code": c["code"]})
+    return out
+
+
 def base_payload(state: AgentState) -> dict[str, Any]:
     best = state.get("best") or {}
     direction = state.get("direction") or {}
@@ -99,6 +118,7 @@ def base_payload(state: AgentState) -> dict[str, Any]:
         "notes": state.get("notes", []), "best_code": best.get("code"), "best_verdict": best.get("verdict"),
         "failed_code": None, "feedback": "", "given_code": None, "repair": 0,
         "portfolio": direction.get("portfolio", []), "advice": direction.get("advice", []),
+        "tried": tried_payload(state),
     }
 
 

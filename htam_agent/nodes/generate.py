@@ -15,7 +15,14 @@ from typing import Any, TypedDict
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
-from htam_agent.coder.base import CodeProposal, CodeRequest, DirectionAdvice, StrategyBrief, UnsupportedTask
+from htam_agent.coder.base import (
+    CodeProposal,
+    CodeRequest,
+    DirectionAdvice,
+    StrategyBrief,
+    TriedCandidate,
+    UnsupportedTask,
+)
 from htam_agent.context import RunContext
 from htam_agent.memory.cards import plan_text
 from htam_agent.run.artifacts import RunArtifacts
@@ -48,6 +55,7 @@ class GenerationTask(TypedDict, total=False):
     given_code: str | None      # a person's code (interactive): evaluated as it is
     portfolio: list[dict[str, Any]]   # one slot per candidate: {"id": direction, "strategies": [...]}
     advice: list[dict[str, Any]]      # the ranked directions with their evidence
+    tried: list[dict[str, Any]]       # this task's earlier candidates (nodes.evaluate.tried_payload)
 
 
 def assignment(task: GenerationTask) -> tuple[str | None, list[dict[str, Any]]]:
@@ -67,6 +75,10 @@ def _request(task: GenerationTask, backend: str) -> CodeRequest:
                    for s in strategies)
     advice = tuple(DirectionAdvice(id=a["id"], name=a.get("name", ""), evidence=a.get("evidence", ""),
                                    score=a.get("score")) for a in task.get("advice") or [])
+    tried = tuple(TriedCandidate(step=t.get("step", 0), direction=t.get("direction"),
+                                 strategies=tuple(t.get("strategies") or ()), accepted=bool(t.get("accepted")),
+                                 speedup_vs_eager=t.get("speedup_vs_eager"), outcome=t.get("outcome", ""),
+                                 code=t.get("code") or "") for t in task.get("tried") or [])
     reason = task.get("direction_reason", "") if direction == task.get("direction") else ""
     return CodeRequest(
         task_name=task["task_name"], task_source=task["task_source"], backend=backend,
@@ -74,7 +86,7 @@ def _request(task: GenerationTask, backend: str) -> CodeRequest:
         direction_reason=reason, strategies=briefs, best_code=task.get("best_code"),
         best_verdict=task.get("best_verdict"), feedback=task.get("feedback", ""),
         failed_code=task.get("failed_code"), repair=task.get("repair", 0), variant=task.get("variant", 0),
-        step=task.get("step", 0), notes=tuple(task.get("notes", [])), advice=advice,
+        step=task.get("step", 0), notes=tuple(task.get("notes", [])), advice=advice, tried=tried,
     )
 
 

@@ -113,4 +113,14 @@ def test_portfolio_declarations_and_cards_through_a_run(agent_env: Path, openai_
         assert "ma_vectorized_loads" not in offered and card.id not in offered, (v, offered)
         assert not (slots[v] == "memory_access" and offered <= {"ma_vectorized_loads"})
     assert "in this task: step 0 improved the best" in step1[0]["prompt"]
+
+    # every candidate of step 1 is told what step 0 measured (what each applied, what it gave), not asked again
+    assert all("Nothing yet: this is the task's first step." in c["prompt"] for c in step0.values())
+    for c in step1.values():
+        measured = c["prompt"].split("## Already measured in this task", 1)[1].split("\n## ", 1)[0]
+        assert measured.count("- step 0: ") == 3, measured
+        assert "- step 0: `memory_access` with `ma_vectorized_loads`: accepted, 1.31x vs eager" in measured
+        assert "- step 0: `occupancy_tuning` with `oc_block_size`: accepted" in measured
+        assert re.search(r"- step 0: `\w+`( with [^:]+)?: (incorrect|compile_error|runtime_error|invalid_candidate): \w", measured)
+        assert "Do not resubmit any of these" in measured
     mem.close()

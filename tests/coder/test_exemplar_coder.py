@@ -139,3 +139,51 @@ def test_without_guidance_it_sweeps_the_curated_space_in_order():
     codes = [coder.propose(_req(stem, direction=None, step=k)).code for k in range(3)]
     assert codes == space[:3] and len(set(codes)) == 3
     assert coder.propose(_req(stem, direction=None, step=1, variant=1)).code == space[2]
+
+
+def _tried(*codes: str):
+    from htam_agent.coder.base import TriedCandidate
+
+    return tuple(TriedCandidate(step=i, direction=None, accepted=True, speedup_vs_eager=1.0, outcome="accepted",
+                                code=c) for i, c in enumerate(codes))
+
+
+def test_never_writes_a_candidate_the_task_already_measured():
+    """The same request (same best, same direction, nothing new retrieved) used to give the same candidate at
+    every step (the bench saw one MSELoss variant measured four times in a row): with the task's measured
+    candidates in the request, each step writes a variant not measured yet, until the space is used up."""
+    from htam_agent.coder.exemplar import enumerate_candidates
+
+    stem = "norm_rmsnorm"
+    space = {code for _, _, code in enumerate_candidates(task_source(stem), "cuda", stem)}
+    coder = ExemplarCoder()
+    best = coder.propose(_req(stem, "cuda")).code
+    seen = [best]
+    for step in range(1, len(space)):
+        p = coder.propose(_req(stem, "cuda", ("pm_warp_per_row",), direction="memory_access", best_code=best,
+                               step=step, tried=_tried(*seen)))
+        assert p.code not in seen, f"step {step} wrote a measured candidate again: {p.reply}"
+        assert p.code in space  # still inside the enumerated space (its verdicts exist)
+        seen.append(p.code)
+    assert set(seen) == space
+    last = coder.propose(_req(stem, "cuda", direction="memory_access", best_code=best, tried=_tried(*seen)))
+    assert "measured already" in last.reply  # a space used up is said, not hidden
+
+
+def test_a_move_onto_a_measured_variant_takes_the_nearest_untried_one():
+    coder = ExemplarCoder()
+    moved = coder.propose(_req("elementwise_swish", "cuda", ("ma_vectorized_loads",))).code
+    assert _knobs(moved)["vec"] == 4
+    again = coder.propose(_req("elementwise_swish", "cuda", ("ma_vectorized_loads",), tried=_tried(moved)))
+    k = _knobs(again.code)
+    assert again.code != moved and k["vec"] == 4, "the move's own knob (vec=4) should be kept"
+    assert again.strategy_ids == ["ma_vectorized_loads"]
+
+
+def test_the_sweep_skips_measured_variants():
+    from htam_agent.coder.exemplar import enumerate_candidates
+
+    stem = "norm_softmax"
+    space = [code for _, _, code in enumerate_candidates(task_source(stem), "cuda", stem)]
+    p = ExemplarCoder().propose(_req(stem, direction=None, step=1, tried=_tried(space[0], space[1])))
+    assert p.code == space[2]

@@ -164,3 +164,21 @@ def test_verdict_summary():
     assert summarize_verdict(VERDICT).startswith("status accepted; 1.23x vs eager PyTorch; 0.91x vs torch.compile")
     assert "flags: roofline_low" in summarize_verdict(VERDICT)
     assert summarize_verdict(None) == "no verdict recorded"
+
+
+def test_generate_prompt_lists_what_the_task_already_measured():
+    from htam_agent.coder.base import TriedCandidate
+    from htam_agent.coder.prompting import MAX_TRIED
+
+    tried = (TriedCandidate(0, "memory_access", ("ma_vectorized_loads",), True, 1.2, "accepted, 1.20x vs eager"),
+             TriedCandidate(1, "parallel_mapping", (), False, None, "incorrect: max abs error 3.1 on trial 'odd'"))
+    user = render_request(request("cuda", tried=tried)).user
+    section = user.split("## Already measured in this task", 1)[1].split("\n## ", 1)[0]
+    assert "- step 0: `memory_access` with `ma_vectorized_loads`: accepted, 1.20x vs eager" in section
+    assert "- step 1: `parallel_mapping`: incorrect: max abs error 3.1 on trial 'odd'" in section
+    assert "Do not resubmit any of these" in section
+    assert "Nothing yet" in render_request(request("cuda", step=0)).user
+    many = tuple(TriedCandidate(i, "memory_access", (), True, 1.0, "accepted") for i in range(MAX_TRIED + 3))
+    long = render_request(request("cuda", tried=many)).user
+    assert "(3 earlier attempts not listed)" in long and f"- step {MAX_TRIED + 2}: " in long
+    assert "- step 0: " not in long
