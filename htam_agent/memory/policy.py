@@ -6,7 +6,9 @@ score(d) = w_prior * prior(d | operator class)                       seed knowle
          + w_similar * value(* -> d | similar states)                 what worked here regardless of the path
          + w_explore * sqrt(log(1 + N) / (1 + n_d))                   rarely tried directions
          - w_fail * sum_i decay^i [h_i = d and h_i failed]            directions that just failed
-         - w_step_aside [d's last two attempts in this task failed]   no third try of a failing direction
+         - w_step_aside [d's last two attempts in this task failed,   no third try of a failing direction, no
+                         or the coder applied another direction     third suggestion of one the coder declined
+                         the last two times d was asked]
          - w_exhausted [every strategy of d that fits is already in the best, or failed here]
 
 History position i = 0 is the latest step; alpha_i = decay^i, normalized. value() is class first: the outcomes
@@ -228,6 +230,11 @@ def score_directions(
         if aside:
             reasons.append(f"failed twice in a row in this task, steps aside: {-cfg.w_step_aside:+.2f}")
             summary.append("its last two attempts in this task did not improve")
+        elif task is not None and task.declined_twice(d.id):
+            aside = 1.0
+            reasons.append(f"declined twice in this task (the coder applied another direction), steps aside: "
+                           f"{-cfg.w_step_aside:+.2f}")
+            summary.append("the last two candidates asked to take it in this task applied another direction")
         counts = (strategy_counts or {}).get(d.id)
         exhausted = 1.0 if counts is not None and counts[0] > 0 and counts[1] == 0 else 0.0
         if exhausted:

@@ -142,6 +142,7 @@ class Attempt:
     key: StateKey | None = None
     step: int = 0
     became_best: bool = False  # the step's best candidate, which the later steps build on
+    asked: str | None = None   # the direction this candidate was asked to take (it may have applied another)
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,13 @@ class TaskMemory:
         for s in self.failed_strategies(key):
             out.setdefault(s, "it did not improve in this state in this task")
         return out
+
+    def declined_twice(self, direction: str) -> bool:
+        """The last two candidates asked to take the direction applied another one: the coder judged it unfit for
+        this task twice (a model that read the profile, or an offline coder with no move for it), so suggesting
+        it a third time is noise. Nothing was measured under it, so nothing is recorded against it either."""
+        asked = [a for a in self.attempts if a.asked == direction]
+        return len(asked) >= 2 and all(a.direction != direction for a in asked[-2:])
 
     def failed_twice(self, direction: str) -> bool:
         """The direction's last two attempts in this task both failed to improve: it steps aside."""

@@ -46,8 +46,8 @@ def _last_attempts(cands: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
 
 def task_memory(state: AgentState, ctx: RunContext):  # -> htam_agent.memory.schema.TaskMemory
     """What this task did so far, one Attempt per candidate (its last repair) of every finished step: the
-    direction and strategies it applied (declared, else assigned), whether it beat the best before its step,
-    whether it became the best, and the state key the step started from."""
+    direction and strategies it applied (declared, else assigned), the direction it was asked to take, whether it
+    beat the best before its step, whether it became the best, and the state key the step started from."""
     from htam_agent.memory.schema import Attempt, StateKey, TaskMemory
 
     keys = {h.get("step"): h.get("state_key") for h in state.get("history", [])}
@@ -75,7 +75,7 @@ def task_memory(state: AgentState, ctx: RunContext):  # -> htam_agent.memory.sch
                 continue
             attempts.append(Attempt(direction=direction, strategies=tuple(c.get("strategy_ids") or ()),
                                     improved=improved, accepted=bool(v.get("accepted")), key=key, step=step,
-                                    became_best=new_best and c is top))
+                                    became_best=new_best and c is top, asked=c.get("assigned_direction")))
         if new_best:
             best = top_speed if top_speed is not None else best
     return TaskMemory(tuple(attempts))

@@ -194,6 +194,16 @@ def test_a_direction_that_failed_twice_in_the_task_steps_aside(mem):
     by_id = {r.id: r for r in ranked}
     assert ranked[0].id != MA and by_id[MA].components["step_aside"] < 0
     assert "steps aside" in by_id[MA].reason and "did not improve" in by_id[MA].summary
+    # a direction the coder was asked to take twice and both times applied another one steps aside too
+    declined = TaskMemory((Attempt(PM, (), True, True, s.key, 0, True, asked=MA),
+                           Attempt(PM, (), False, True, s.key, 1, asked=MA)))
+    assert declined.declined_twice(MA) and not declined.declined_twice(PM) and not declined.failed_twice(MA)
+    by_id = {r.id: r for r in mem.select_directions(s, [PM, PM], task=declined)}
+    assert by_id[MA].components["step_aside"] < 0 and "declined twice" in by_id[MA].reason
+    assert "applied another direction" in by_id[MA].summary
+    once = TaskMemory((Attempt(PM, (), True, True, s.key, 0, True, asked=MA),
+                       Attempt(MA, (), True, True, s.key, 1, True, asked=MA)))
+    assert not once.declined_twice(MA)  # taken the second time: no penalty
     # a failed strategy is not offered again in the same state, but is in another one
     failed = TaskMemory((Attempt(MA, ("ma_vectorized_loads",), False, True, s.key, 1),))
     assert "ma_vectorized_loads" in failed.excluded_strategies(s.key)
