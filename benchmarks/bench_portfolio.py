@@ -5,7 +5,7 @@ candidates of a step take K different directions), next to the built-in methods.
         --methods htam-k2,htam-k3,refine-k2 --budget 6 --seeds 0 --workers 1 --out DIR
 
 htam-kK: the htam method with K candidates per step and budget/K steps (same evaluation cap); refine-kK: the
-same without memory. Everything after the script name is passed to `htam bench`.
+same without memory; flat-memory-kK: the same with the flat memory (one direction per step, from its best hit). Everything after the script name is passed to `htam bench`.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ for k in (2, 3):
                                        f"directions), budget/{k} steps", _per_step(k))
     m.METHODS[f"refine-k{k}"] = m.Method(f"refine-k{k}", f"refinement without memory, {k} candidates per step",
                                          _per_step(k, memory_mode="none", learn=False))
+    m.METHODS[f"flat-memory-k{k}"] = m.Method(f"flat-memory-k{k}", f"flat memory, {k} candidates per step",
+                                              _per_step(k, memory_mode="flat"))
 
 
 if __name__ == "__main__":

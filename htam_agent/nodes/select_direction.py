@@ -55,7 +55,9 @@ def select_direction(state: AgentState, runtime: Runtime[RunContext]) -> dict[st
         ids = [d.id for d in ranked]
         by_id = {d.id: d for d in ranked}
         if ctx.direction_policy == "random":
-            rng = random.Random(f"{ctx.seed}:{state.get('run_id', '')}:{step}")
+            # seeded by what the bench varies (seed, task, step), not the run id (new every run): the baseline
+            # draws the same directions when the same bench is run again
+            rng = random.Random(f"{ctx.seed}:{state.get('task_name', '')}:{step}")
             slots = portfolio(rng.sample(ids, len(ids)), k)
             reason, chosen_by = "random direction (baseline policy)", "random"
             advice = []  # the baseline gives no ranking to follow
