@@ -137,12 +137,21 @@ def _class_record(v: np.ndarray, op_class: str, backend: str) -> str:
 
 
 def _task_record(direction: str, task: TaskMemory | None) -> str:
-    mine = [a for a in (task.attempts if task else ()) if a.direction == direction]
+    """The direction's attempts in this task in words; the task's first best kernel is said to be that, not an
+    improvement (there was no best to improve on, and it may still be slower than eager)."""
+    attempts = task.attempts if task else ()
+    first = next((a for a in attempts if a.became_best), None)
+    mine = [a for a in attempts if a.direction == direction]
     if not mine:
         return ""
     parts = []
     for a in mine[-3:]:
-        what = "improved the best" if a.improved else ("accepted, no gain" if a.accepted else "rejected")
+        if a is first:
+            what = "gave the task's first best kernel"
+        elif first is not None and a.step == first.step and a.accepted:
+            what = "accepted, slower than that step's best"
+        else:
+            what = "improved the best" if a.improved else ("accepted, no gain" if a.accepted else "rejected")
         parts.append(f"step {a.step} {what}")
     return "in this task: " + ", ".join(parts)
 

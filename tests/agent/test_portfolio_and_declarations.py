@@ -112,7 +112,7 @@ def test_portfolio_declarations_and_cards_through_a_run(agent_env: Path, openai_
         offered = _strategy_headings(c["prompt"])
         assert "ma_vectorized_loads" not in offered and card.id not in offered, (v, offered)
         assert not (slots[v] == "memory_access" and offered <= {"ma_vectorized_loads"})
-    assert "in this task: step 0 improved the best" in step1[0]["prompt"]
+    assert "in this task: step 0 gave the task's first best kernel" in step1[0]["prompt"]
 
     # every candidate of step 1 is told what step 0 measured (what each applied, what it gave), not asked again
     assert all("Nothing yet: this is the task's first step." in c["prompt"] for c in step0.values())

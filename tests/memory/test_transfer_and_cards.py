@@ -288,3 +288,15 @@ def test_first_kernel_over_eager_is_a_card_too(mem):
     assert card is not None and "(1.00x -> 1.60x over eager)" in card.expected_effect
     with pytest.raises(ValueError, match="unknown direction"):
         mem.learn_card(st("elementwise"), "warp_magic", code=KERNEL, plan="", speedup_after=2.0)
+
+
+def test_the_task_record_in_words_does_not_call_the_first_kernel_an_improvement(mem):
+    """What a model reads about this task: the first best kernel is that (there was nothing to improve on, it may
+    be slower than eager), a kernel of the same step that lost to it is not "improved the best"."""
+    s = st("normalization", "correct_slow", speedup=0.9)
+    task = TaskMemory((Attempt(MA, (), True, True, s.key, 0, True, asked=MA),
+                       Attempt(PM, (), True, True, s.key, 0, False, asked=PM),
+                       Attempt(MA, (), True, True, s.key, 1, True, asked=MA)))
+    by_id = {r.id: r for r in mem.select_directions(s, [MA, MA], task=task)}
+    assert "in this task: step 0 gave the task's first best kernel, step 1 improved the best" in by_id[MA].summary
+    assert "in this task: step 0 accepted, slower than that step's best" in by_id[PM].summary
