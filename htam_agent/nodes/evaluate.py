@@ -88,9 +88,15 @@ def feedback_of(verdict: dict[str, Any]) -> str:
     return Readout(verdict).feedback()
 
 
+#: the newest attempts whose code travels with every generation branch (the exemplar coder reads its knobs from
+#: it; its spaces hold at most 17 variants): bounds what each `Send` adds to the checkpoint on long LLM runs
+TRIED_WITH_CODE = 24
+
+
 def tried_payload(state: AgentState) -> list[dict[str, Any]]:
     """This task's candidates of finished steps (each variant's last repair, with a real verdict), oldest first:
-    what the coders are told was already measured, so that none writes it again."""
+    what the coders are told was already measured, so that none writes it again (the code of the newest
+    TRIED_WITH_CODE only)."""
     from htam_agent.evaluation.readout import Readout
 
     done = {h.get("step") for h in state.get("history", [])}
@@ -104,6 +110,8 @@ def tried_payload(state: AgentState) -> list[dict[str, Any]]:
             out.append({"step": step, "direction": c.get("direction"), "strategies": list(c.get("strategy_ids") or []),
                         "accepted": r.accepted, "speedup_vs_eager": r.speedup_vs_eager, "outcome": r.outcome(),
                         "code": c["code"]})
+    for old in out[:-TRIED_WITH_CODE]:
+        old["code"] = ""
     return out
 
 
