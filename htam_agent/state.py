@@ -131,6 +131,19 @@ def latest_per_variant(cands: list[CandidateRecord]) -> dict[int, CandidateRecor
     return out
 
 
+def measured_by_step(state: AgentState) -> dict[int, list[CandidateRecord]]:
+    """What the task measured so far: each finished step's candidates (each variant's last repair) with a real
+    verdict (not one the gateway could not evaluate), steps and variants in order."""
+    finished = sorted(s for s in {h.get("step") for h in state.get("history", [])} if s is not None)
+    out: dict[int, list[CandidateRecord]] = {}
+    for step in finished:
+        last = [c for _, c in sorted(latest_per_variant(step_candidates(state, step)).items())
+                if c.get("verdict") and not c["verdict"].get("not_evaluated")]
+        if last:
+            out[step] = last
+    return out
+
+
 def evaluations_used(state: AgentState) -> int:
     """Candidates that reached the evaluator (or were found without code) in this run, repairs included."""
     return sum(1 for c in state.get("candidates", []) if c.get("verdict") is not None)

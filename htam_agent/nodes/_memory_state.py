@@ -3,10 +3,8 @@ memory status is `evaluation.readout.Readout`'s (the one reader of verdicts)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from htam_agent.context import RunContext
-from htam_agent.state import AgentState
+from htam_agent.state import AgentState, measured_by_step
 
 
 def memory_state(state: AgentState, ctx: RunContext):  # -> htam_agent.memory.schema.MemoryState
@@ -30,20 +28,6 @@ def state_key_list(state: AgentState) -> list[str]:
     return [a.get("op_class", "other"), a.get("bottleneck", "unknown"), a.get("status", "none")]
 
 
-def _evaluated(c: dict[str, Any]) -> bool:
-    v = c.get("verdict")
-    return bool(v) and not v.get("not_evaluated")
-
-
-def _last_attempts(cands: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    out: dict[int, dict[str, Any]] = {}
-    for c in cands:
-        v = c.get("variant", 0)
-        if v not in out or c.get("repair", 0) >= out[v].get("repair", 0):
-            out[v] = c
-    return out
-
-
 def task_memory(state: AgentState, ctx: RunContext):  # -> htam_agent.memory.schema.TaskMemory
     """What this task did so far, one Attempt per candidate (its last repair) of every finished step: the
     direction and strategies it applied (declared, else assigned), the direction it was asked to take, whether it
@@ -52,14 +36,9 @@ def task_memory(state: AgentState, ctx: RunContext):  # -> htam_agent.memory.sch
 
     keys = {h.get("step"): h.get("state_key") for h in state.get("history", [])}
     steps = {h.get("step"): h.get("direction") for h in state.get("history", [])}
-    by_step: dict[int, list[dict[str, Any]]] = {}
-    for c in state.get("candidates", []):
-        if c.get("step") in steps:  # finished steps only
-            by_step.setdefault(c.get("step", 0), []).append(c)  # type: ignore[arg-type]
     attempts = []
     best: float | None = None
-    for step in sorted(by_step):
-        last = [c for _, c in sorted(_last_attempts(by_step[step]).items()) if _evaluated(c)]
+    for step, last in measured_by_step(state).items():
         raw = keys.get(step)
         key = StateKey(raw[0], raw[1], raw[2], ctx.backend) if raw and len(raw) == 3 else None
         accepted = [c for c in last if (c.get("verdict") or {}).get("accepted")]

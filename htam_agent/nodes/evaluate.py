@@ -22,6 +22,7 @@ from htam_agent.state import (
     CandidateRecord,
     evaluations_left,
     latest_per_variant,
+    measured_by_step,
     step_candidates,
 )
 
@@ -99,14 +100,12 @@ def tried_payload(state: AgentState) -> list[dict[str, Any]]:
     TRIED_WITH_CODE only)."""
     from htam_agent.evaluation.readout import Readout
 
-    done = {h.get("step") for h in state.get("history", [])}
     out = []
-    for step in sorted(s for s in done if s is not None):
-        for _, c in sorted(latest_per_variant(step_candidates(state, step)).items()):
-            v = c.get("verdict") or {}
-            if not v or v.get("not_evaluated") or not c.get("code"):
+    for step, measured in measured_by_step(state).items():
+        for c in measured:
+            if not c.get("code"):
                 continue
-            r = Readout(v)
+            r = Readout(c["verdict"])
             out.append({"step": step, "direction": c.get("direction"), "strategies": list(c.get("strategy_ids") or []),
                         "accepted": r.accepted, "speedup_vs_eager": r.speedup_vs_eager, "outcome": r.outcome(),
                         "code": c["code"]})

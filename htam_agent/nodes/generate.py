@@ -75,10 +75,8 @@ def _request(task: GenerationTask, backend: str) -> CodeRequest:
                    for s in strategies)
     advice = tuple(DirectionAdvice(id=a["id"], name=a.get("name", ""), evidence=a.get("evidence", ""),
                                    score=a.get("score")) for a in task.get("advice") or [])
-    tried = tuple(TriedCandidate(step=t.get("step", 0), direction=t.get("direction"),
-                                 strategies=tuple(t.get("strategies") or ()), accepted=bool(t.get("accepted")),
-                                 speedup_vs_eager=t.get("speedup_vs_eager"), outcome=t.get("outcome", ""),
-                                 code=t.get("code") or "") for t in task.get("tried") or [])
+    tried = tuple(TriedCandidate(**{**t, "strategies": tuple(t.get("strategies") or ())})
+                  for t in task.get("tried") or [])  # the payload's keys are its fields (tried_payload)
     reason = task.get("direction_reason", "") if direction == task.get("direction") else ""
     return CodeRequest(
         task_name=task["task_name"], task_source=task["task_source"], backend=backend,
