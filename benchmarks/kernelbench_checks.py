@@ -4,7 +4,7 @@
         [--size default|small|alt] [--tier default|thorough] [--baselines eager[,compile]]
         [--candidates-dir DIR] [--dry-run] [--judge-only]
 
-Candidates are every `*.py` under benchmarks/kernelbench_candidates/{honest,cheats} (or --candidates-dir).
+Candidates are every `*.py` under tests/cheats/kernelbench/{honest,cheats} (or --candidates-dir).
 Each starts with a docstring holding, one per line:
 
     kernelbench: level1/19_ReLU.py      the KernelBench problem, relative to the folder holding level1/
@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CANDIDATES_DIR = Path(__file__).resolve().parent / "kernelbench_candidates"
+CANDIDATES_DIR = REPO / "tests" / "cheats" / "kernelbench"
 GROUPS = ("honest", "cheats")
 NOT_ACCEPTED = ("incorrect", "rejected", "invalid_candidate")  # as tests/cheats/cheat_catalogue.py
 EXPECTS = ("accepted", "turned_down", "missed", "not_faster_than")
