@@ -22,9 +22,10 @@ LAYERS: dict[str, int] = {
     "nodes": 6,
     "graph": 7,
     "agent": 8, "tools": 8,
-    "bench": 9,
-    "cli": 10,
-    "__main__": 11,
+    "bench": 9, "chat": 9,
+    "ui": 10,
+    "cli": 11,
+    "__main__": 12,
 }
 
 

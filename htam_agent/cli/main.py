@@ -70,6 +70,16 @@ def _mount_exemplar() -> None:
 _mount_exemplar()
 
 
+def _mount_chat() -> None:
+    from htam_agent.cli.chat import chat_cmd, ui_cmd
+
+    app.command("chat")(chat_cmd)
+    app.command("ui")(ui_cmd)
+
+
+_mount_chat()
+
+
 def _with_eval_options(fn: Callable[..., None]) -> Callable[..., None]:
     """Give a typer command the evaluator's shared options (htam_agent/evaluation/options.py, also behind
     `python -m htam_agent.evaluation`): they join fn's own parameters in the signature typer reads, and fn gets

@@ -12,7 +12,8 @@ A script item is a string (the reply's content) or a dict:
      "retry_after": 0.05,         # Retry-After header (seconds) on an error
      "hang_s": 2.0,               # wait this long before answering (for client timeouts)
      "finish_reason": "length",   # default "stop"
-     "usage": {"prompt_tokens": 10, "completion_tokens": 5}}   # default: counted from the text
+     "usage": {"prompt_tokens": 10, "completion_tokens": 5},   # default: counted from the text
+     "tool_calls": [{"name": "optimize", "args": {"task": "t.py"}}]}   # the reply calls these tools
 Streaming (`"stream": true` in the request) is answered with server-sent events, with a final usage chunk
 when the request asks for `stream_options.include_usage`.
 
@@ -81,6 +82,13 @@ class ScriptItem:
     finish_reason: str = "stop"
     usage: dict[str, int] | None = None
     error_message: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None  # [{"name": ..., "args": {...}}]; finish_reason tool_calls
+
+    def tool_call_payload(self) -> list[dict[str, Any]]:
+        """The OpenAI `tool_calls` list of this reply (ids are stable per position)."""
+        return [{"id": f"call_{i}_{tc['name']}", "type": "function",
+                 "function": {"name": tc["name"], "arguments": json.dumps(tc.get("args", {}))}}
+                for i, tc in enumerate(self.tool_calls or [])]
 
     @classmethod
     def of(cls, item: Any) -> ScriptItem:
@@ -276,8 +284,11 @@ class ScriptedOpenAIServer:
                 self._send_json(200, {
                     "id": cid, "object": "chat.completion", "created": created, "model": model,
                     "system_fingerprint": "fp_scripted",
-                    "choices": [{"index": 0, "finish_reason": item.finish_reason, "logprobs": None,
-                                 "message": {"role": "assistant", "content": item.content}}],
+                    "choices": [{"index": 0, "logprobs": None,
+                                 "finish_reason": "tool_calls" if item.tool_calls else item.finish_reason,
+                                 "message": {"role": "assistant", "content": item.content,
+                                             **({"tool_calls": item.tool_call_payload()} if item.tool_calls
+                                                else {})}}],
                     "usage": usage,
                 })
 
@@ -300,7 +311,10 @@ class ScriptedOpenAIServer:
                 text = item.content
                 for start in range(0, len(text), 16):
                     event([{"index": 0, "delta": {"content": text[start:start + 16]}, "finish_reason": None}])
-                event([{"index": 0, "delta": {}, "finish_reason": item.finish_reason}])
+                for i, tc in enumerate(item.tool_call_payload()):
+                    event([{"index": 0, "delta": {"tool_calls": [{"index": i, **tc}]}, "finish_reason": None}])
+                event([{"index": 0, "delta": {},
+                        "finish_reason": "tool_calls" if item.tool_calls else item.finish_reason}])
                 if usage is not None:
                     event([], {"usage": usage})
                 self.wfile.write(b"data: [DONE]\n\n")

@@ -1,0 +1,257 @@
+"""What the chat and the page do to runs: start one, steer it at its pause, resume it, evaluate, export.
+
+Every run goes through `run_optimization` (SQLite-checkpointed, thread id = run id). A run started here with
+`interactive=True` stops at each review pause (the graph's `interrupt()`) and the call returns "paused"; the
+person's answer (accept, another direction, own code) resumes it from the checkpoint through the same
+interrupt, whether the answer comes from the chat, a button on the page, or another process after this one
+was killed. One run at a time per manager: the memory and the device are shared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from htam_agent.context import RunContext
+
+from .explain import check_task_source, explain, strip_fences
+from .runview import RunView, list_runs
+
+EventSink = Callable[[dict[str, Any]], None]
+
+
+class ChatInputError(ValueError):
+    """Input a person can fix (a task that is not one, an unknown run): the message says how."""
+
+
+class RunManager:
+    def __init__(self, base: RunContext | None = None, **injected: Any) -> None:
+        """base: the settings new runs start from; injected: passed to run_optimization (coder, memory,
+        evaluator, chat_model), as tests and Python callers give them."""
+        self.base = base or RunContext.from_env()
+        self.injected = injected
+        self.listeners: list[EventSink] = []
+        self.current: str | None = None   # the run the front ends show
+        self.active: str | None = None    # the run executing in this process now
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.last_outcome: dict[str, Any] | None = None
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.base.runs_path()
+
+    # -- reading -------------------------------------------------------------------------------------------
+    def view(self, run_id: str | None = None) -> RunView:
+        run_id = run_id or self.current
+        if not run_id:
+            raise ChatInputError("no run yet: start one with optimize (a task file or pasted PyTorch code)")
+        view = RunView(self.runs_dir / run_id)
+        if not view.exists:
+            known = ", ".join(v.run_id for v in list_runs(self.runs_dir)[:5]) or "none"
+            raise ChatInputError(f"no run {run_id!r} in {self.runs_dir}; recent runs: {known}")
+        return view
+
+    def runs(self) -> list[dict[str, Any]]:
+        return [{**v.summary(), "state": v.state(v.run_id == self.active)} for v in list_runs(self.runs_dir)]
+
+    # -- tasks ---------------------------------------------------------------------------------------------
+    def task_file(self, task: str) -> Path:
+        """A task path as it is, or pasted source checked and written under the runs folder (so the run is
+        reproducible); bad source raises ChatInputError naming what is missing."""
+        text = task.strip()
+        if "\n" not in text and len(text) < 500:
+            path = Path(text).expanduser()
+            if path.is_file():
+                problem = check_task_source(path.read_text(), path.name)
+                if problem:
+                    raise ChatInputError(problem)
+                return path.resolve()
+            if text.endswith(".py") or "/" in text:
+                raise ChatInputError(f"{text}: no such task file; give the path of a KernelBench task file or "
+                                     "paste its source")
+        source = strip_fences(text)
+        problem = check_task_source(source)
+        if problem:
+            raise ChatInputError(problem)
+        digest = hashlib.sha256(source.encode()).hexdigest()[:12]
+        path = self.runs_dir / "chat_tasks" / f"pasted_{digest}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            path.write_text(source)
+        return path
+
+    # -- running -------------------------------------------------------------------------------------------
+    def _emit(self, sink: EventSink | None) -> EventSink:
+        def on_event(ev: dict[str, Any]) -> None:
+            for fn in [*self.listeners, *([sink] if sink else [])]:
+                try:
+                    fn(ev)
+                except Exception:  # noqa: BLE001 - a front end's display must never stop the run
+                    pass
+        return on_event
+
+    def _drive(self, run_id: str, call: Callable[[], Any]) -> dict[str, Any]:
+        from htam_agent.agent import RunInterrupted
+        from htam_agent.agent.tool import compact
+
+        if not self._lock.acquire(blocking=False):
+            raise ChatInputError(f"run {self.active} is going in this session; wait for it, or steer it when "
+                                 "it pauses")
+        self.active = self.current = run_id
+        try:
+            result = call()
+            out = {"state": "finished", **compact(result)}
+            out.pop("best_kernel", None)  # the code is one export away; keep the answer short
+        except RunInterrupted as exc:
+            p = exc.payload
+            out = {"state": "paused", "run_id": run_id, "step": p.get("step"), "direction": p.get("direction"),
+                   "reason": str(p.get("reason", ""))[:300], "strategies": p.get("strategies", []),
+                   "directions": p.get("directions", []), "best_speedup": p.get("best_speedup"),
+                   "answer_with": "steer_run: accept | direction (one of directions) | code | stop"}
+        finally:
+            self.active = None
+            self._lock.release()
+        out["steps_table"] = [
+            {"step": s.step, "direction": s.direction, "strategies": s.strategies, "verdicts": s.verdicts,
+             "speedup_vs_eager": s.speedup_vs_eager} for s in self.view(run_id).steps]
+        self.last_outcome = out
+        return out
+
+    def optimize(self, task: str, *, backend: str | None = None, steps: int | None = None,
+                 candidates: int | None = None, interactive: bool = False, on_event: EventSink | None = None,
+                 **settings: Any) -> dict[str, Any]:
+        """Start a run and drive it until it finishes or pauses for a person."""
+        from htam_agent.agent import run_optimization
+        from htam_agent.run.artifacts import new_run_id
+
+        path = self.task_file(task)
+        changes = {k: v for k, v in {"backend": backend, "steps": steps, "candidates": candidates,
+                                      **settings}.items() if v is not None}
+        ctx = self.base.with_(interactive=interactive, **changes)
+        run_id = new_run_id(path.stem)
+        return self._drive(run_id, lambda: run_optimization(path, ctx, run_id=run_id, on_event=self._emit(on_event),
+                                                            **self.injected))
+
+    def _resume(self, run_id: str, answer: dict[str, Any] | None, on_event: EventSink | None) -> dict[str, Any]:
+        from htam_agent.agent import RunInterrupted, run_optimization
+
+        view = self.view(run_id)
+        ctx = RunContext.from_dict(view.context).with_(runs_dir=str(self.runs_dir))
+        answers = [answer] if answer is not None else []
+
+        def once(payload: dict[str, Any]) -> Any:  # the person's one answer; the next pause returns to them
+            if answers:
+                return answers.pop()
+            raise RunInterrupted(run_id, payload)
+
+        return self._drive(run_id, lambda: run_optimization(view.info["task_path"], ctx, run_id=run_id, resume=True,
+                                                            on_event=self._emit(on_event), on_interrupt=once,
+                                                            **self.injected))
+
+    def steer(self, run_id: str | None, action: str, direction: str | None = None, code: str | None = None,
+              on_event: EventSink | None = None) -> dict[str, Any]:
+        """Answer a paused run (accept, another direction, own code, stop) and drive it to its next pause."""
+        view = self.view(run_id)
+        pause = view.pause
+        if pause is None:
+            raise ChatInputError(f"run {view.run_id} is {view.state(view.run_id == self.active)}, not waiting for "
+                                 "a decision; steering applies to a run started with interactive=True when it "
+                                 "pauses")
+        if action == "direction":
+            known = pause.get("directions") or []
+            if direction not in known:
+                raise ChatInputError(f"unknown direction {direction!r}; choose one of {', '.join(known)}")
+            answer: dict[str, Any] = {"action": "direction", "direction": direction}
+        elif action == "code":
+            src = strip_fences(code or "")
+            if "ModelNew" not in src:
+                raise ChatInputError("own code must define `class ModelNew(nn.Module)` (the candidate)")
+            answer = {"action": "code", "code": src}
+        elif action in ("accept", "stop"):
+            answer = {"action": action}
+        else:
+            raise ChatInputError(f"unknown action {action!r}; one of accept, direction, code, stop")
+        return self._resume(view.run_id, answer, on_event)
+
+    def resume(self, run_id: str | None = None, on_event: EventSink | None = None) -> dict[str, Any]:
+        """Continue a run that was interrupted (killed, crashed, closed): finished steps are not repeated."""
+        view = self.view(run_id)
+        return self._resume(view.run_id, None, on_event)
+
+    def in_background(self, fn: Callable[..., dict[str, Any]], *args: Any, **kwargs: Any) -> threading.Thread:
+        """Run optimize/steer/resume in a thread (the page stays live; the folder shows the progress)."""
+        if self._thread is not None and self._thread.is_alive():
+            raise ChatInputError(f"run {self.active or self.current} is going; wait for it or for its pause")
+
+        def target() -> None:
+            try:
+                fn(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - shown on the page; the run folder keeps the state
+                self.last_outcome = {"state": "error", "error": f"{type(exc).__name__}: {exc}"}
+
+        self._thread = threading.Thread(target=target, name="htam-run", daemon=True)
+        self._thread.start()
+        return self._thread
+
+    # -- single candidates, explanations, export --------------------------------------------------------
+    def evaluate(self, task: str, code: str, backend: str | None = None) -> dict[str, Any]:
+        """Compile, verify and time one candidate; the verdict is kept (eval id) so it can be explained."""
+        from htam_agent.evaluation.readout import Readout
+        from htam_agent.evaluation.runner import Candidate
+        from htam_agent.run.resources import gateway_for
+
+        path = self.task_file(task)
+        src = strip_fences(code)
+        if "ModelNew" not in src:
+            raise ChatInputError("the candidate must define `class ModelNew(nn.Module)`")
+        ctx = self.base.with_(backend=backend) if backend else self.base
+        verdict = gateway_for(ctx).benchmark(Candidate(task_path=str(path), source=src, name="chat_candidate"))
+        eval_id = "eval-" + hashlib.sha256((str(path) + src).encode()).hexdigest()[:10]
+        out = self.runs_dir / "chat_evals" / f"{eval_id}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(verdict, default=str))
+        return {"eval_id": eval_id, "verdict": Readout(verdict).brief(), "accepted": Readout(verdict).accepted}
+
+    def explain(self, run_id: str | None = None, candidate: int | None = None) -> str:
+        """A verdict in plain words: an eval id, or a run's candidate (default: its last rejected one)."""
+        if run_id and run_id.startswith("eval-"):
+            path = self.runs_dir / "chat_evals" / f"{run_id}.json"
+            if not path.is_file():
+                raise ChatInputError(f"no evaluation {run_id!r}")
+            return explain(json.loads(path.read_text()), f"evaluation {run_id}")
+        view = self.view(run_id)
+        att = view.attempt(candidate, rejected=candidate is None)
+        if att is None:
+            what = f"no candidate {candidate}" if candidate else "no rejected candidate"
+            return f"run {view.run_id} has {what} ({len(view.attempts)} evaluated)"
+        return explain(att.verdict, att.label)
+
+    def export(self, run_id: str | None = None, dest: str | None = None) -> dict[str, Any]:
+        """Copy the run's best kernel (a drop-in ModelNew file) to dest (default: ./<task>_best_kernel.py)."""
+        view = self.view(run_id)
+        src = view.root / "best_kernel.py"
+        if not src.is_file():
+            best = view.bests()
+            if not best:
+                raise ChatInputError(f"run {view.run_id} has no accepted kernel yet; nothing to export")
+            code = best[-1].code
+        else:
+            code = src.read_text()
+        target = Path(dest or f"{view.task_name}_best_kernel.py").expanduser()
+        if target.is_dir():
+            target = target / f"{view.task_name}_best_kernel.py"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_file():
+            shutil.copyfile(src, target)
+        else:
+            target.write_text(code)
+        best = view.bests()
+        sp = best[-1].readout.speedup_vs_eager if best else None
+        return {"path": str(target.resolve()), "run_id": view.run_id, "speedup_vs_eager": sp,
+                "chars": len(code)}

@@ -1,0 +1,1 @@
+"""`htam ui`: a local web page (Gradio, the `ui` extra) with the chat beside the live run."""

@@ -1,0 +1,207 @@
+"""`htam ui`: the chat beside the live run, a Gradio page on 127.0.0.1 (Gradio is what KernelAgent ships, and
+it is one optional extra: `pip install "htam-agent[ui]"`).
+
+The run side polls the run folder twice a second and re-renders only what changed, so a verdict shows within
+a second of the checker writing it, whoever started the run (the chat, the page's own form, another process).
+Decisions at a pause are buttons that answer the graph's interrupt; closing the tab or stopping the server
+loses nothing: the run is checkpointed and Resume (or the chat's resume) continues it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from htam_agent.chat.agent import ChatSession
+from htam_agent.chat.runs import ChatInputError
+from htam_agent.chat.runview import RunView, list_runs
+
+from .panels import STEP_HEADERS, best_panel, htg_figure, speedup_figure, status_text, step_rows
+
+POLL_S = 0.5
+CSS = "#best-code, #best-diff {max-height: 320px; overflow: auto}"
+
+
+def _directions() -> list[str]:
+    from htam_agent.memory.catalog import load_catalog
+
+    return load_catalog().direction_ids()
+
+
+class Page:
+    """The page's state on the server: one session (chat + runs), the last rendered fingerprint."""
+
+    def __init__(self, session: ChatSession) -> None:
+        self.session = session
+        self.manager = session.manager
+        self.directions = _directions()
+        self.note = ""
+
+    def current_view(self) -> RunView | None:
+        m = self.manager
+        if m.current:
+            return RunView(m.runs_dir / m.current)
+        runs = list_runs(m.runs_dir)
+        if runs:
+            m.current = runs[0].run_id
+            return runs[0]
+        return None
+
+    def fingerprint(self, view: RunView | None) -> tuple[Any, ...]:
+        if view is None:
+            return (None, self.note)
+        return (view.run_id, len(view.events), len(view.attempts), view.result is not None,
+                self.manager.active == view.run_id, self.note, str(self.manager.last_outcome)[:200])
+
+    # -- actions ---------------------------------------------------------------------------------------
+    def start(self, task: str, backend: str, steps: float, interactive: bool) -> str:
+        m = self.manager
+        try:
+            path = m.task_file(task or "")
+            m.in_background(m.optimize, str(path), backend=backend or None, steps=int(steps) if steps else None,
+                            interactive=bool(interactive))
+            self.note = f"started a run of {path.name}"
+        except ChatInputError as exc:
+            self.note = f"**Cannot start:** {exc}"
+        return self.note
+
+    def decide(self, action: str, direction: str | None = None, code: str | None = None) -> str:
+        m = self.manager
+        try:
+            view = self.current_view()
+            if view is None or view.pause is None:
+                raise ChatInputError("no run is waiting for a decision")
+            if action == "direction" and direction not in (view.pause.get("directions") or []):
+                raise ChatInputError(f"pick a direction first (one of {', '.join(view.pause.get('directions') or [])})")
+            if action == "code" and "ModelNew" not in (code or ""):
+                raise ChatInputError("your code must define `class ModelNew(nn.Module)`")
+            m.in_background(m.steer, view.run_id, action, direction=direction, code=code)
+            self.note = f"answered step {view.pause.get('step')}: {action}" + (f" {direction}" if direction else "")
+        except ChatInputError as exc:
+            self.note = f"**Cannot do that:** {exc}"
+        return self.note
+
+    def resume(self) -> str:
+        m = self.manager
+        try:
+            view = self.current_view()
+            if view is None:
+                raise ChatInputError("no run to resume")
+            m.in_background(m.resume, view.run_id)
+            self.note = f"resuming {view.run_id}"
+        except ChatInputError as exc:
+            self.note = f"**Cannot resume:** {exc}"
+        return self.note
+
+    # -- the chat --------------------------------------------------------------------------------------
+    def respond(self, message: str, history: list[dict[str, Any]]) -> Any:
+        history = list(history or []) + [{"role": "user", "content": message},
+                                         {"role": "assistant", "content": ""}]
+        text, tools = "", ""
+        for ev in self.session.send(message):
+            if ev.kind == "token":
+                text += ev.text
+            elif ev.kind == "tool_call":
+                tools += f"*({ev.name} ...)*\n\n"
+            elif ev.kind in ("reply", "error"):
+                text += ("**error:** " if ev.kind == "error" else "") + f"\n```\n{ev.text}\n```\n"
+            elif ev.kind == "run":
+                continue  # the run side shows progress
+            history[-1] = {"role": "assistant", "content": tools + text}
+            yield history, ""
+        yield history, ""
+
+
+def build(session: ChatSession) -> Any:
+    import gradio as gr
+
+    page = Page(session)
+    last: dict[str, Any] = {"fp": None}
+
+    def refresh() -> Any:
+        view = page.current_view()
+        fp = page.fingerprint(view)
+        n_out = 11
+        if fp == last["fp"]:
+            return tuple(gr.skip() for _ in range(n_out))
+        last["fp"] = fp
+        if view is None:
+            empty = ("no run yet: paste a task on the right, or ask in the chat. " + page.note).strip()
+            return (empty, [], None, None, "", "", "", *(gr.update(interactive=False) for _ in range(3)),
+                    gr.update(interactive=False))
+        active = page.manager.active == view.run_id
+        paused = view.pause is not None and not active
+        verdict, code, diff = best_panel(view)
+        choices = (view.pause or {}).get("directions") or page.directions
+        resumable = view.state(active).startswith("stopped")
+        return (status_text(view, active, page.note), step_rows(view), speedup_figure(view),
+                htg_figure(view, page.directions), verdict, code, diff,
+                gr.update(interactive=paused), gr.update(interactive=paused, choices=choices),
+                gr.update(interactive=paused), gr.update(interactive=resumable))
+
+    with gr.Blocks(title="htam: kernel optimization") as demo:
+        gr.Markdown("## htam: chat-driven kernel optimization")
+        with gr.Row():
+            with gr.Column(scale=5):
+                chatbot = gr.Chatbot(label="chat", elem_id="chat", height=560, value=[
+                    {"role": "assistant", "content": session.greeting()}])
+                msg = gr.Textbox(label="message (paste PyTorch code here too)", lines=3, elem_id="chat-input")
+                send = gr.Button("Send", variant="primary", elem_id="chat-send")
+            with gr.Column(scale=7):
+                status = gr.Markdown("loading...", elem_id="run-status")
+                with gr.Accordion("new run", open=True):
+                    task = gr.Textbox(label="task: a file path, or pasted PyTorch code (Model, get_inputs, "
+                                            "get_init_inputs)", lines=5, elem_id="task-input")
+                    with gr.Row():
+                        backend = gr.Dropdown(["cpp", "cuda", "triton"], value=session.manager.base.backend,
+                                              label="backend", elem_id="backend")
+                        steps = gr.Number(value=session.manager.base.steps, precision=0, label="steps",
+                                          elem_id="steps")
+                        interactive = gr.Checkbox(label="pause before each step (steer)", value=True,
+                                                  elem_id="interactive")
+                        start = gr.Button("Optimize", variant="primary", elem_id="start")
+                with gr.Row():
+                    accept = gr.Button("Accept", elem_id="btn-accept", interactive=False)
+                    direction = gr.Dropdown(page.directions, label="another direction", elem_id="direction",
+                                            interactive=False)
+                    take = gr.Button("Take direction", elem_id="btn-direction", interactive=False)
+                    resume = gr.Button("Resume", elem_id="btn-resume", interactive=False)
+                with gr.Accordion("give your own code for this step", open=False):
+                    own = gr.Code(language="python", label="ModelNew", elem_id="own-code")
+                    give = gr.Button("Use my code", elem_id="btn-code")
+                table = gr.Dataframe(headers=STEP_HEADERS, label="steps", elem_id="steps-table", wrap=True,
+                                     interactive=False)
+                with gr.Row():
+                    plot = gr.Plot(label="speedup by step", elem_id="speedup-plot")
+                    htg = gr.Plot(label="HTG path", elem_id="htg-plot")
+                best = gr.Markdown(elem_id="best-verdict")
+                code = gr.Code(language="python", label="best kernel", elem_id="best-code", interactive=False)
+                diff = gr.Code(label="diff to the previous best", elem_id="best-diff", interactive=False)
+
+        outputs = [status, table, plot, htg, best, code, diff, accept, direction, take, resume]
+        send.click(page.respond, [msg, chatbot], [chatbot, msg])
+        msg.submit(page.respond, [msg, chatbot], [chatbot, msg])
+        start.click(page.start, [task, backend, steps, interactive], None)
+        accept.click(lambda: page.decide("accept"), None, None)
+        take.click(lambda d: page.decide("direction", direction=d), [direction], None)
+        give.click(lambda c: page.decide("code", code=c), [own], None)
+        resume.click(page.resume, None, None)
+        gr.Timer(POLL_S).tick(refresh, None, outputs)
+        demo.load(refresh, None, outputs)
+    return demo
+
+
+def serve(session: ChatSession, port: int = 7860, *, block: bool = True) -> Any:
+    """Serve the page on 127.0.0.1 (never on other interfaces). block=False returns (demo, url) at once."""
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    demo = build(session)
+    demo.queue(default_concurrency_limit=4)
+    if not port:
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+    _app, url, _ = demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=not block,
+                               quiet=not block, css=CSS, footer_links=[])
+    return demo, url
