@@ -12,6 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from sync_extension import source_of
+
+from htam_agent.bench import kernelbench_checks
 from htam_agent.tasks import SUITE_DIR
 
 HERE = Path(__file__).resolve().parent
@@ -37,6 +40,11 @@ class Cheat:
     def id(self) -> str:
         return Path(self.file).stem
 
+    @property
+    def source(self) -> str:
+        """The candidate the evaluator is given (the shared extension expanded into it)."""
+        return source_of(self.path)
+
 
 @dataclass(frozen=True)
 class Honest:
@@ -53,6 +61,11 @@ class Honest:
     @property
     def id(self) -> str:
         return Path(self.file).stem
+
+    @property
+    def source(self) -> str:
+        """The candidate the evaluator is given (the shared extension expanded into it)."""
+        return source_of(self.path)
 
 
 def task_path(stem: str) -> Path:
@@ -233,7 +246,13 @@ GPU_HONEST: list[Honest] = [
     Honest("honest/triton_h01_softmax_row.py", "norm_softmax", backend="triton", size="small"),
 ]
 
-NOT_ACCEPTED = ("incorrect", "rejected", "invalid_candidate")
+NOT_ACCEPTED = kernelbench_checks.NOT_ACCEPTED  # ("incorrect", "rejected", "invalid_candidate"): one definition
+
+# Candidates for KernelBench problems (GPU only; run by benchmarks/kernelbench_checks.py against a KernelBench
+# checkout). Their header lines (kernelbench:, expect:, pattern:, caught_by:, missing:) are the table here:
+# the GPU host reads them with the standard library alone. test_cheat_catalogue.py checks them like the rest.
+KERNELBENCH_DIR = HERE / "kernelbench"
+KERNELBENCH: list[kernelbench_checks.Entry] = kernelbench_checks.collect(KERNELBENCH_DIR)
 
 
 def caught_by(verdict: dict) -> list[str]:

@@ -1,7 +1,7 @@
 """Fast checks on the cheat catalogue itself (no compilation, no workers): runs in CI by default.
 
 Every candidate file is in a table and every table entry exists; each file says which pattern and task it
-targets; the cpp files embed the one shared extension unchanged (so a test session builds it once); and
+targets; the cpp files get the one shared extension from a marker line (so a test session builds it once); and
 each candidate passes its backend's static checks, so a cheat is never turned down merely for being an
 invalid file.
 """
@@ -10,27 +10,23 @@ from __future__ import annotations
 
 import ast
 import re
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import sync_extension  # noqa: E402
-from cheat_catalogue import (  # noqa: E402
+import sync_extension
+from cheat_catalogue import (
     CPP_CHEATS,
     GPU_CHEATS,
     GPU_HONEST,
     HERE,
     HONEST,
+    KERNELBENCH,
     NEUTRALISED,
     SIDE_STREAM,
     task_path,
 )
 
-from htam_agent.evaluation.backends import get_backend  # noqa: E402
-from htam_agent.evaluation.tasks import load_task  # noqa: E402
+from htam_agent.evaluation.backends import get_backend
+from htam_agent.evaluation.tasks import load_task
 
 ALL_CHEATS = [*CPP_CHEATS, *GPU_CHEATS, SIDE_STREAM, *NEUTRALISED]
 ALL_HONEST = [*HONEST, *GPU_HONEST]
@@ -51,7 +47,7 @@ def test_cpp_cheats_cover_every_cpu_pattern():
 
 @pytest.mark.parametrize("entry", ALL_CHEATS + ALL_HONEST, ids=lambda e: e.id)
 def test_candidate_file_is_a_valid_candidate(entry):
-    source = entry.path.read_text()
+    source = entry.source
     tree = ast.parse(source)
     doc = ast.get_docstring(tree) or ""
     assert "task:" in doc, f"{entry.file}: the docstring must name the task it targets"
@@ -66,11 +62,46 @@ def test_candidate_file_is_a_valid_candidate(entry):
 
 @pytest.mark.parametrize("path", sync_extension.candidate_files(), ids=lambda p: p.stem)
 def test_shared_extension_is_in_sync(path):
-    """Identical load_inline arguments everywhere: one build per session (run sync_extension.py if this fails)."""
+    """Identical load_inline arguments everywhere: one build per session."""
     text = path.read_text()
-    assert "BEGIN shared catalogue extension" in text, f"{path.name}: no shared extension block"
-    kind = "source" if "(source;" in text else "full"
-    assert sync_extension.block(kind) in text, f"{path.name}: stale extension block; run tests/cheats/sync_extension.py"
+    markers = [k for k, m in sync_extension.MARKERS.items() if m in text]
+    embedded = "BEGIN shared catalogue extension" in text
+    assert len(markers) + embedded == 1, (
+        f"{path.name}: needs exactly one '# <<SHARED_EXTENSION>>' (or '# <<SHARED_SOURCE>>') line, found "
+        f"{markers} and {'an' if embedded else 'no'} embedded block")
+    if embedded:
+        kind = "source" if "(source;" in text else "full"
+        assert sync_extension.block(kind) in text, (
+            f"{path.name}: stale embedded extension; replace the block with its marker line "
+            "(python tests/cheats/sync_extension.py --collapse)")
+    expanded = sync_extension.source_of(path)
+    assert expanded.count("# ---- BEGIN shared catalogue extension") == 1
+    assert sync_extension.collapse(expanded) == sync_extension.collapse(text)
+
+
+def test_every_shared_build_has_the_same_arguments():
+    """The lazy candidates call load_inline themselves: with the full block's arguments, or they build twice."""
+    full = sync_extension.block("full")
+    call = full[full.index("_ext = load_inline(") + len("_ext = "):full.index(")\n# ---- END") + 1]
+    args = re.sub(r"\s+", "", call)
+    for path in sync_extension.candidate_files():
+        text = sync_extension.source_of(path)
+        if sync_extension.MARKERS["source"] in path.read_text() or "(source;" in text:
+            calls = re.findall(r"load_inline\((.*?)\)", text, re.S)
+            assert calls and all(re.sub(r"\s+", "", f"load_inline({c})") == args for c in calls), path.name
+
+
+@pytest.mark.parametrize("entry", KERNELBENCH, ids=lambda e: f"kernelbench-{e.stem}")
+def test_kernelbench_candidate_is_a_valid_candidate(entry):
+    """The KernelBench files: header and docstring agree, and the cuda backend's static checks pass."""
+    source = entry.path.read_text()
+    doc = ast.get_docstring(ast.parse(source)) or ""
+    if entry.group == "cheats" and entry.expect != "accepted":
+        m = re.match(r"Pattern (\d+)", doc)
+        assert m and int(m.group(1)) == entry.pattern, f"{entry.name}: docstring must start 'Pattern {entry.pattern}'"
+    assert entry.kernelbench in doc.splitlines()[0] or entry.group == "honest", (
+        f"{entry.name}: the first line names the problem ({entry.kernelbench})")
+    assert get_backend("cuda").static_problems(source) == [], entry.name
 
 
 def test_local_tasks_load():

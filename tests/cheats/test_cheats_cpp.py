@@ -1,6 +1,6 @@
 """The cheat catalogue on the cpp backend: every cheat is turned down, every honest look-alike accepted.
 
-Real worker processes and a real C++ build: all candidates embed one shared extension (identical
+Real worker processes and a real C++ build: all candidates get one shared extension at test time (identical
 `load_inline` arguments, see sync_extension.py), so it compiles once per session (~40 s on two cores) and
 each verdict then takes a few seconds. Timing runs with a short plan so that the timing-phase checks
 (re-checked timed outputs, roofline, sabotage) are exercised too.
@@ -18,17 +18,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+from cheat_catalogue import CPP_CHEATS, HONEST, NOT_ACCEPTED, caught_by, task_path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from cheat_catalogue import CPP_CHEATS, HONEST, NOT_ACCEPTED, caught_by, task_path  # noqa: E402
-
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator  # noqa: E402
+from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
 
 pytestmark = pytest.mark.slow
 
@@ -65,8 +61,8 @@ def _report(record_property, file: str, v: dict) -> list[str]:
     return names
 
 
-def _evaluate(evaluator: Evaluator, file: Path, task: str) -> dict:
-    return evaluator.evaluate(Candidate(task_path=str(task_path(task)), source=file.read_text()), use_store=False)
+def _evaluate(evaluator: Evaluator, entry) -> dict:
+    return evaluator.evaluate(Candidate(task_path=str(task_path(entry.task)), source=entry.source), use_store=False)
 
 
 def _cheat_params():
@@ -77,7 +73,7 @@ def _cheat_params():
 
 @pytest.mark.parametrize("cheat", list(_cheat_params()))
 def test_cheat_is_turned_down(evaluator, cheat, record_property):
-    v = _evaluate(evaluator, cheat.path, cheat.task)
+    v = _evaluate(evaluator, cheat)
     names = _report(record_property, cheat.file, v)
     assert v["accepted"] is False, f"{cheat.id} was accepted: {v['reason']}"
     assert v["status"] in NOT_ACCEPTED, f"{cheat.id}: status {v['status']}: {v['reason']}"
@@ -96,7 +92,7 @@ def _honest_params():
 
 @pytest.mark.parametrize("honest", list(_honest_params()))
 def test_honest_look_alike_is_accepted(evaluator, honest, record_property):
-    v = _evaluate(evaluator, honest.path, honest.task)
+    v = _evaluate(evaluator, honest)
     _report(record_property, honest.file, v)
     assert v["status"] == "accepted", f"{honest.id}: {v['status']}: {v['reason']} (flags: {v.get('flags')})"
     assert not [f for f in v["flags"] if f.get("rejects")]

@@ -4,7 +4,7 @@ Runs on the device host:
 
     python -m pytest -m gpu tests/cheats/test_cheats_gpu.py -q
 
-or, where pytest is missing, `python tests/cheats/test_cheats_gpu.py`. The tables (cheat_catalogue.py)
+or without pytest's runner, `PYTHONPATH=. python tests/cheats/test_cheats_gpu.py`. The tables (cheat_catalogue.py)
 were written without a GPU: a cheat must be turned down (incorrect / rejected / invalid_candidate), and
 when a different check than the predicted one caught it the test passes with a warning naming it.
 Predicted misses are non-strict xfails until verified here. Pattern 3 (side streams) is neutralised by the
@@ -15,14 +15,9 @@ from __future__ import annotations
 
 import sys
 import warnings
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from cheat_catalogue import (  # noqa: E402
+from cheat_catalogue import (
     GPU_CHEATS,
     GPU_HONEST,
     NOT_ACCEPTED,
@@ -32,7 +27,7 @@ from cheat_catalogue import (  # noqa: E402
     task_path,
 )
 
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator  # noqa: E402
+from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
 
 pytestmark = pytest.mark.gpu
 
@@ -46,7 +41,7 @@ def _evaluate(entry) -> dict:
         opts = EvalOptions(backend=entry.backend, size=entry.size, baselines=(), timing=True,
                            timing_plan=TIMING_PLAN, run_timeout_s=120)
         _EVALUATORS[key] = Evaluator(opts, store=None)
-    cand = Candidate(task_path=str(task_path(entry.task)), source=entry.path.read_text())
+    cand = Candidate(task_path=str(task_path(entry.task)), source=entry.source)
     return _EVALUATORS[key].evaluate(cand, use_store=False)
 
 

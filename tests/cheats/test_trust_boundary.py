@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
-from pathlib import Path
 
 import pytest
+from cheat_catalogue import HERE, NEUTRALISED, task_path
+from sync_extension import source_of
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from cheat_catalogue import HERE, NEUTRALISED, task_path  # noqa: E402
-
-from htam_agent.evaluation import containment  # noqa: E402
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator  # noqa: E402
-from htam_agent.evaluation.store import VerdictStore  # noqa: E402
+from htam_agent.evaluation import containment
+from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+from htam_agent.evaluation.store import VerdictStore
 
 pytestmark = pytest.mark.slow
 
@@ -50,7 +46,7 @@ def test_daemon_that_rewrites_verdicts_dies_and_forges_nothing(build_root, tmp_p
     bait.write_text(json.dumps({"status": "incorrect"}))
     opts = EvalOptions(backend="cpp", baselines=(), timing=True, timing_plan=TIMING_PLAN, build_root=build_root)
     cand = Candidate(task_path=str(task_path("elementwise_leaky_relu")),
-                     source=(HERE / "cpp" / "p19_verdict_rewrite_daemon.py").read_text())
+                     source=source_of(HERE / "cpp" / "p19_verdict_rewrite_daemon.py"))
     v = Evaluator(opts, store).evaluate(cand, use_store=False)
     assert v["status"] == "incorrect" and not v["accepted"], v["reason"]
     time.sleep(0.5)  # a daemon that survived would have rewritten the bait by now
@@ -64,7 +60,7 @@ def test_daemon_that_rewrites_verdicts_dies_and_forges_nothing(build_root, tmp_p
 def test_timings_forged_inside_the_sandbox_are_bounded_by_the_checkers_clock(build_root):
     opts = EvalOptions(backend="cpp", baselines=(), timing=True, timing_plan=TIMING_PLAN, build_root=build_root)
     cand = Candidate(task_path=str(task_path("elementwise_leaky_relu")),
-                     source=(HERE / "cpp" / "p19_forged_timer_instance.py").read_text())
+                     source=source_of(HERE / "cpp" / "p19_forged_timer_instance.py"))
     v = Evaluator(opts, None).evaluate(cand, use_store=False)
     assert v["status"] == "rejected"
     assert [f["name"] for f in v["flags"] if f["rejects"]] == ["timing_below_wall_clock"]
@@ -75,7 +71,7 @@ def test_timings_forged_inside_the_sandbox_are_bounded_by_the_checkers_clock(bui
 def test_honest_verdict_carries_the_boundary_facts(build_root):
     opts = EvalOptions(backend="cpp", baselines=(), timing=True, timing_plan=TIMING_PLAN, build_root=build_root)
     cand = Candidate(task_path=str(task_path("elementwise_leaky_relu")),
-                     source=(HERE / "honest" / "h07_thread_pool_joined.py").read_text())
+                     source=source_of(HERE / "honest" / "h07_thread_pool_joined.py"))
     v = Evaluator(opts, None).evaluate(cand, use_store=False)
     assert v["accepted"], v["reason"]
     assert isinstance(v["seed"], int)
@@ -89,7 +85,7 @@ def test_neutralised_cheats_are_honest_kernels_with_their_true_times(build_root,
     """What these patch (the statistics, for one) lives in the checker: the kernel is accepted, and the
     time reported agrees with the checker's clock."""
     opts = EvalOptions(backend="cpp", baselines=(), timing=True, timing_plan=TIMING_PLAN, build_root=build_root)
-    v = Evaluator(opts, None).evaluate(Candidate(task_path=str(task_path(cheat.task)), source=cheat.path.read_text()),
+    v = Evaluator(opts, None).evaluate(Candidate(task_path=str(task_path(cheat.task)), source=cheat.source),
                                        use_store=False)
     assert v["accepted"], v["reason"]
     wall = v["wall_clock"]
