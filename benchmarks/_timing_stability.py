@@ -11,16 +11,15 @@ import statistics
 import sys
 from pathlib import Path
 
+import torch
+
+from htam_agent.evaluation import build_cache, timing
+from htam_agent.evaluation.backends import get_backend
+from htam_agent.evaluation.checker import build_reference
+from htam_agent.evaluation.inputs import make_inputs
+from htam_agent.evaluation.tasks import load_task
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import torch  # noqa: E402
-
-from htam_agent.evaluation import build_cache, timing  # noqa: E402
-from htam_agent.evaluation.backends import get_backend  # noqa: E402
-from htam_agent.evaluation.checker import build_reference  # noqa: E402
-from htam_agent.evaluation.inputs import make_inputs  # noqa: E402
-from htam_agent.evaluation.tasks import load_task  # noqa: E402
 
 
 def import_candidate(source: str, folder: str):

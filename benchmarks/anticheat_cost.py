@@ -26,10 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
 
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SUITE = ROOT / "htam_agent" / "tasks" / "suite"
 CANDS = ROOT / "htam_agent" / "tasks" / "candidates"

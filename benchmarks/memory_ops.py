@@ -26,13 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from htam_agent.memory.config import MemoryConfig  # noqa: E402
-from htam_agent.memory.htam import HTAMemory  # noqa: E402
-from htam_agent.memory.schema import (  # noqa: E402
+from htam_agent.memory.config import MemoryConfig
+from htam_agent.memory.htam import HTAMemory
+from htam_agent.memory.schema import (
     BACKENDS,
     BOTTLENECKS,
     OP_CLASSES,
@@ -43,7 +39,9 @@ from htam_agent.memory.schema import (  # noqa: E402
     StateKey,
     Strategy,
 )
-from htam_agent.memory.transitions import Event  # noqa: E402
+from htam_agent.memory.transitions import Event
+
+ROOT = Path(__file__).resolve().parents[1]
 
 WORDS = ("tiled", "vectorized", "fused", "warp-level", "persistent", "pipelined", "blocked", "packed", "masked",
          "split", "cached", "unrolled", "streaming", "grouped", "two-pass", "online", "in-register", "swizzled")

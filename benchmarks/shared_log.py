@@ -28,14 +28,12 @@ import time
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from htam_agent.memory.config import MemoryConfig
+from htam_agent.memory.htam import HTAMemory
+from htam_agent.memory.schema import BACKENDS, OP_CLASSES, MemoryState, Outcome, StateKey
+from htam_agent.memory.transitions import Event
 
-from htam_agent.memory.config import MemoryConfig  # noqa: E402
-from htam_agent.memory.htam import HTAMemory  # noqa: E402
-from htam_agent.memory.schema import BACKENDS, OP_CLASSES, MemoryState, Outcome, StateKey  # noqa: E402
-from htam_agent.memory.transitions import Event  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DIRECTIONS = ("memory_access", "data_reuse", "parallel_mapping", "fusion_restructuring")
 

@@ -32,7 +32,6 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _candidates() -> list[Path]:
-    sys.path.insert(0, str(REPO))
     from htam_agent.tasks import candidate_files
 
     return [p for stem in TASKS for p in candidate_files(stem, "triton")]
@@ -107,8 +106,7 @@ def test_triton_candidate_in_interpreter(path: Path):
     assert proc.returncode == 0, f"{path}:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
 
 
-if __name__ == "__main__":
-    sys.path.insert(0, str(REPO))
+if __name__ == "__main__":  # started with the repository on PYTHONPATH
     if os.environ.get("TRITON_INTERPRET") != "1":
         sys.exit("set TRITON_INTERPRET=1 (the interpreter runs the kernels on CPU tensors)")
     for arg in sys.argv[1:]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +34,6 @@ EXPECT = {
 def _run(path: str, task: str) -> dict:
     import torch
 
-    sys.path.insert(0, str(HERE.parents[1]))
     from htam_agent.evaluation.tasks import load_task
     from htam_agent.tasks import SUITE_DIR
 
@@ -66,7 +64,9 @@ def _run(path: str, task: str) -> dict:
 def test_triton_cheat_behaves_as_designed(file):
     pytest.importorskip("triton")
     task, expect = EXPECT[file]
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    from support.procs import child_env  # here: this file also runs as the subprocess's script
+
+    env = child_env(TRITON_INTERPRET="1")  # the subprocess imports htam_agent from this checkout
     proc = subprocess.run([sys.executable, __file__, str(HERE / file), task], capture_output=True, text=True,
                           env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -6,19 +6,14 @@ below as a (Python-only) candidate; only the C++ build is skipped."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
+from sandbox_harness import python_candidate_run
 
 from htam_agent.evaluation import anticheat, checker, timing
 from htam_agent.evaluation import inputs as inp
 from htam_agent.evaluation.tasks import load_task
 from htam_agent.tasks import SUITE_DIR
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sandbox_harness import python_candidate_run  # noqa: E402
 
 PLAN = timing.TimingPlan(target_s=0.02, min_reps=6, max_reps=8, warmup_s=0.0, min_warmup=2)
 

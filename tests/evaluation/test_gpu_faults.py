@@ -7,14 +7,11 @@ is missing, `python tests/evaluation/test_gpu_faults.py`.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator  # noqa: E402
-from htam_agent.tasks import SUITE_DIR  # noqa: E402
+from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+from htam_agent.tasks import SUITE_DIR
 
 pytestmark = pytest.mark.gpu
 TASK = str(SUITE_DIR / "elementwise_leaky_relu.py")

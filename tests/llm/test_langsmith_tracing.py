@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 from llm_samples import CUDA_NVRTC, reply_with
 from support.langsmith_server import LangSmithRecorder
+from support.procs import child_env
 
 PROBE = Path(__file__).resolve().parents[1] / "support" / "trace_probe.py"
 
 
 def run_probe(openai_url: str, langsmith_url: str, backend: str = "cuda") -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGSMITH_", "LANGCHAIN_"))}
+    env = child_env({k: v for k, v in os.environ.items() if not k.startswith(("LANGSMITH_", "LANGCHAIN_"))})
     env.update(LANGSMITH_TRACING="true", LANGSMITH_ENDPOINT=langsmith_url, LANGSMITH_API_KEY="lsv2-dummy-test-key",
                LANGSMITH_PROJECT="htam-tests", NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
     done = subprocess.run([sys.executable, str(PROBE), openai_url, backend], env=env, capture_output=True,

@@ -4,31 +4,23 @@ model per test session."""
 from __future__ import annotations
 
 import os
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # the package may not be installed in the test venv
-    sys.path.insert(0, str(ROOT))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from support.chroma_server import ChromaServerProcess  # noqa: E402
+from support.chroma_server import ChromaServerProcess
+from support.procs import child_env
 
-from htam_agent.memory.config import MemoryConfig  # noqa: E402
-from htam_agent.memory.htam import HTAMemory  # noqa: E402
+from htam_agent.memory.config import MemoryConfig
+from htam_agent.memory.htam import HTAMemory
 
 
 def subprocess_env() -> dict[str, str]:
     """Environment for helper processes: the repository importable, no network-facing hub access."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env["HF_HUB_OFFLINE"] = "1"
-    return env
+    return child_env(HF_HUB_OFFLINE="1")
 
 
 @pytest.fixture(scope="session")

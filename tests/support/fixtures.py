@@ -17,19 +17,13 @@ Use them from a conftest.py:
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # the package may not be installed in the test venv
-    sys.path.insert(0, str(ROOT))
-
-from htam_agent.coder.llm import RetryPolicy  # noqa: E402
-from htam_agent.context import RunContext  # noqa: E402
-from support.langsmith_server import LangSmithRecorder  # noqa: E402
-from support.openai_server import ScriptedOpenAIServer  # noqa: E402
+from htam_agent.coder.llm import RetryPolicy
+from htam_agent.context import RunContext
+from support.langsmith_server import LangSmithRecorder
+from support.openai_server import ScriptedOpenAIServer
 
 _TRACING_VARS = ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGCHAIN_TRACING", "LANGSMITH_TRACING_V2")
 

@@ -1,7 +1,7 @@
 """One traced LLMCoder call, in a fresh process (LangSmith's settings are read once per process).
 
     LANGSMITH_TRACING=true LANGSMITH_ENDPOINT=http://127.0.0.1:PORT LANGSMITH_API_KEY=dummy \
-        python tests/support/trace_probe.py OPENAI_BASE_URL BACKEND
+        PYTHONPATH=. python tests/support/trace_probe.py OPENAI_BASE_URL BACKEND
 
 Writes the proposal as JSON on stdout after flushing the tracer's queue.
 """
@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from langchain_core.tracers.langchain import wait_for_all_tracers
 
-from langchain_core.tracers.langchain import wait_for_all_tracers  # noqa: E402
-
-from htam_agent.coder.base import CodeRequest, StrategyBrief  # noqa: E402
-from htam_agent.coder.llm import RetryPolicy  # noqa: E402
-from htam_agent.coder.llm_coder import LLMCoder  # noqa: E402
-from htam_agent.context import RunContext  # noqa: E402
+from htam_agent.coder.base import CodeRequest, StrategyBrief
+from htam_agent.coder.llm import RetryPolicy
+from htam_agent.coder.llm_coder import LLMCoder
+from htam_agent.context import RunContext
 
 
 def main() -> None:
