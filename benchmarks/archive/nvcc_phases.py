@@ -1,6 +1,6 @@
 """Where a `load_inline` CUDA candidate's build time goes, phase by phase (issue 16).
 
-    python benchmarks/nvcc_phases.py [CANDIDATE.py ...] [--arch 9.0] [--repeats 2] [--out FILE.json]
+    python benchmarks/archive/nvcc_phases.py [CANDIDATE.py ...] [--arch 9.0] [--repeats 2] [--out FILE.json]
 
 For each candidate (default: the bundled `load_inline` CUDA candidates) the script captures the sources the
 candidate passes to `load_inline`, lets torch write its own build file (`build.ninja`) exactly as the
@@ -30,13 +30,11 @@ import re
 import shlex
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class _Captured(Exception):

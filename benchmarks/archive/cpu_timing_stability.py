@@ -1,6 +1,6 @@
 """Can a CPU timing be trusted? The same candidate evaluated N times in a row, each with a fresh eager baseline.
 
-    python benchmarks/cpu_timing_stability.py [--runs 5] [--root TREE] [--task T.py --candidate C.py] [--out F]
+    python benchmarks/archive/cpu_timing_stability.py [--runs 5] [--root TREE] [--task T.py --candidate C.py] [--out F]
 
 Run it alone on the machine (no other job, no other process importing torch). Each run is a fresh
 `Evaluator` (so the eager baseline is measured again), default tier, the agent's timing plan. Printed per
@@ -21,13 +21,12 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TASK = ROOT / "htam_agent/tasks/suite/fused_gemm_bias_gelu.py"
 CANDIDATE = next(iter(sorted((ROOT / "htam_agent/tasks/candidates/fused_gemm_bias_gelu").glob("cpp_*.py"))), None)
 
 
 def driver(root: str, task: str, candidate: str, runs: int, build_root: str) -> None:
-    sys.path.insert(0, root)
     from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
 
     cand = Candidate(task_path=task, source=Path(candidate).read_text())

@@ -1,8 +1,8 @@
 """The outlier and ordering scenarios of issue 17, on the memory alone (no agent, no GPU): what each task's step 0
 gets on a memory shared with tasks of other classes.
 
-    python benchmarks/transfer_scenario.py [--orders 50]
-    PYTHONPATH=/path/to/an/older/checkout python benchmarks/transfer_scenario.py   # the same on older code
+    python benchmarks/archive/transfer_scenario.py [--orders 50]
+    PYTHONPATH=/path/to/an/older/checkout python benchmarks/archive/transfer_scenario.py   # the same on older code
 
 1. Outlier: LayerNorm gains x32 under parallel_mapping at step 0; then the step-0 direction and strategies of
    GELU (elementwise), a max-pool, conv+ReLU+HardSwish and conv+GroupNorm (both "fused"), a row sum and a GEMM.

@@ -1,7 +1,7 @@
 """`htam bench` with extra methods that spend the same budget as several candidates per step (issue 17: the K
 candidates of a step take K different directions), next to the built-in methods.
 
-    HTAM_DEVICE_NAME="NVIDIA H200" python benchmarks/bench_portfolio.py bundled --backend cuda --coder exemplar \
+    HTAM_DEVICE_NAME="NVIDIA H200" python benchmarks/archive/bench_portfolio.py bundled --backend cuda --coder exemplar \
         --methods htam-k2,htam-k3,refine-k2 --budget 6 --seeds 0 --workers 1 --out DIR
 
 htam-kK: the htam method with K candidates per step and budget/K steps (same evaluation cap); refine-kK: the

@@ -1,7 +1,7 @@
 """What the trust boundary costs: time-to-verdict of built honest candidates, before and after, in one run.
 
-    python benchmarks/boundary_cost.py --old-root OLD_TREE --backend cpp  [--repeats 3] [--settle 4] [--out F]
-    python benchmarks/boundary_cost.py --old-root OLD_TREE --backend cuda [--repeats 3] [--out F]   # GPU host
+    python benchmarks/archive/boundary_cost.py --old-root OLD_TREE --backend cpp  [--repeats 3] [--settle 4] [--out F]
+    python benchmarks/archive/boundary_cost.py --old-root OLD_TREE --backend cuda [--repeats 3] [--out F]   # GPU host
 
 OLD_TREE is a checkout of the evaluator before the boundary (e.g. `git archive 1aa6e87 | tar -x -C OLD`).
 Each side runs in its own driver process that imports the evaluator from its tree, builds every bundled
@@ -25,11 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-NEW_ROOT = Path(__file__).resolve().parents[1]
+NEW_ROOT = Path(__file__).resolve().parents[2]
 
 
 def driver(root: str, backend: str, build_root: str, repeats: int, settle: float, only: str | None) -> None:
-    sys.path.insert(0, root)
     from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
 
     cands_dir, suite = Path(root) / "htam_agent/tasks/candidates", Path(root) / "htam_agent/tasks/suite"

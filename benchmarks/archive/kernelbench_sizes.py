@@ -1,8 +1,8 @@
 """Every KernelBench problem at every size: load, derive 'small'/'alt', run the reference there.
 
-    python benchmarks/kernelbench_sizes.py /path/to/KernelBench                  # levels 1-3, all 250 files
-    python benchmarks/kernelbench_sizes.py /path/to/KernelBench --levels 1 --only ReLU
-    python benchmarks/kernelbench_sizes.py KB --out benchmarks/results/kernelbench_sizes.jsonl
+    python benchmarks/archive/kernelbench_sizes.py /path/to/KernelBench                  # levels 1-3, all 250 files
+    python benchmarks/archive/kernelbench_sizes.py /path/to/KernelBench --levels 1 --only ReLU
+    python benchmarks/archive/kernelbench_sizes.py KB --out benchmarks/results/kernelbench_sizes.jsonl
 
 Per file: load it as the evaluator does (`load_task`, default size), run the reference forward on the meta
 device at the default size, derive the sizes afresh (`sizes.derive_sizes`, no cache), then load it at 'small'
@@ -23,12 +23,10 @@ import time
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import torch
 
-import torch  # noqa: E402
-
-from htam_agent.evaluation import sizes as sizes_mod  # noqa: E402
-from htam_agent.evaluation.tasks import load_task, task_paths  # noqa: E402
+from htam_agent.evaluation import sizes as sizes_mod
+from htam_agent.evaluation.tasks import load_task, task_paths
 
 
 def _err(exc: BaseException) -> str:

@@ -1,7 +1,7 @@
 """The exemplar coder's suite figures from a verdict file (RESULTS.md, issue 6).
 
-    python benchmarks/exemplar_summary.py benchmarks/results/h200_exemplar_cuda_verdicts.jsonl [--backend cuda]
-    python benchmarks/exemplar_summary.py benchmarks/results/h200_exemplar_triton_verdicts.jsonl --backend triton \
+    python benchmarks/archive/exemplar_summary.py benchmarks/results/h200_exemplar_cuda_verdicts.jsonl [--backend cuda]
+    python benchmarks/archive/exemplar_summary.py benchmarks/results/h200_exemplar_triton_verdicts.jsonl --backend triton \
         --compile-from benchmarks/results/h200_exemplar_cuda_verdicts.jsonl
 
 ``--compile-from``: a batch run with the eager baseline only takes its torch.compile times from the baseline
