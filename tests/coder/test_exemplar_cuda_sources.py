@@ -1,6 +1,6 @@
-"""Exemplar CUDA candidates cannot run here (no GPU): check that every NVRTC kernel compiles with nvcc for sm_90.
+"""Exemplar CUDA candidates cannot run here (no GPU): check that every kernel compiles with nvcc for sm_90.
 
-The kernel string (`_SOURCE`) is exactly what torch.cuda._compile_kernel hands NVRTC on the GPU host; nvcc
+The kernel string (`_SOURCE`) is what the fast CUDA launcher (`_fast_kernel`) hands nvcc on the GPU host; nvcc
 --cubin catches syntax and type errors, undeclared names and launch-bound mistakes. Running them is the
 lead's H200 batch (`htam exemplar write --suite --backend cuda` then `python -m htam_agent.evaluation batch`).
 """
@@ -20,7 +20,7 @@ from exemplar_helpers import COVERED, task_source
 from htam_agent.coder.exemplar import enumerate_candidates
 
 _SOURCE_RE = re.compile(r'_SOURCE = r"""\n(.*?)"""', re.S)
-_KERNEL_RE = re.compile(r'_compile_kernel\(_SOURCE, "(\w+)"\)')
+_KERNEL_RE = re.compile(r'_fast_kernel\(_SOURCE, "(\w+)"\)')
 _STAGED_RE = re.compile(r'    r"""(.*?)"""', re.S)
 
 
@@ -73,8 +73,11 @@ def test_every_exemplar_cuda_kernel_compiles_for_sm90():
     assert not failed, "\n\n".join(f"{who}:\n{err}" for who, err in failed[:5])
 
 
-def test_cuda_candidates_use_nvrtc_and_runtime_scalars():
-    """NVRTC format, no load_inline (cheap on the GPU), and constructor scalars passed at run time."""
+def test_cuda_candidates_use_the_fast_form_and_runtime_scalars():
+    """The fast form only (no torch headers in cuda_sources, no NVRTC launch), constructor scalars at run time."""
+    from htam_agent.coder.exemplar.fast_cuda import FAST_LAUNCHER
+
     code = enumerate_candidates(task_source("elementwise_hardtanh_scale"), "cuda", "t")[0][2]
-    assert "torch.cuda._compile_kernel" in code and "load_inline" not in code
+    assert FAST_LAUNCHER in code and "torch.cuda._compile_kernel" not in code
+    assert "torch/extension.h" not in code and "no_implicit_headers=True" in code
     assert "double s2_in" in code and "float(self.scale)" in code and "2.5" not in code

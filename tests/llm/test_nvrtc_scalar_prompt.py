@@ -1,9 +1,7 @@
-"""What the LLM is told about NVRTC scalars: torch's launcher passes a Python float as a C double and a Python
-int as a 32-bit int, so a kernel parameter declared `float` reads garbage. The format section says so, the
-repair hints recognise the symptom, and both reach the messages that go to the model.
-
-The launcher's behaviour itself is checked against the installed torch (with a recording stand-in for the
-driver), so the prompt's claims fail here if torch ever changes them.
+"""What the LLM is told about CUDA kernel arguments. torch's NVRTC launcher packs by Python type (a float as a
+C double, an int as a 32-bit int, so a parameter declared `float` reads garbage, checked below against the
+installed torch): that trap is why the prompt teaches only the fast form, whose launcher packs each argument
+by the type the kernel declares. The format section and the repair hints say so, and both reach the model.
 """
 
 from __future__ import annotations
@@ -35,59 +33,50 @@ def _flat(text: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------------
-# the format section (system message of every cuda prompt)
+# the format section (system message of every cuda prompt): the fast form only, its launcher verbatim
 # ------------------------------------------------------------------------------------------------------
-def test_format_section_states_the_scalar_conversion():
-    system = _flat(render_request(request()).system)
-    assert "a Python `float` becomes a C `double`" in system
-    assert "a Python `int` becomes a 32-bit C `int`" in system
-    assert "declare the parameter `double`" in system
-    assert "A kernel parameter declared `float` reads half of the double's bytes and gets garbage" in system
-    assert "0-dim or 1-element float32 CUDA tensor" in system            # the tensor alternative
-    assert "`int64_t`" in system and "reads 4 bytes of garbage" in system  # the 64-bit size trap
+def test_format_section_teaches_the_fast_form_and_its_packing():
+    from htam_agent.coder.exemplar.fast_cuda import FAST_LAUNCHER
 
-
-def test_format_example_kernel_takes_its_scalar_as_double():
-    """The NVRTC example is what models copy: its scalar parameter is a double, its size an int."""
     fmt = load_template("format_cuda.md")
-    source = re.search(r'_SOURCE = r"""(.*?)"""', fmt, re.DOTALL).group(1)
+    assert FAST_LAUNCHER in fmt                      # the block a candidate copies is the one we test
+    system = _flat(render_request(request()).system)
+    assert "packed by the type its kernel parameter declares" in system
+    assert "larger ones are refused: declare `long long`" in system
+    assert "torch.cuda._compile_kernel(" not in fmt and "becomes a C `double`" not in system
+    assert "#include <torch/extension.h>" not in fmt.split("```python", 1)[1].split("```", 1)[0]  # the example
+
+
+def test_format_example_kernel_declares_what_it_is_passed():
+    """The example is what models copy: its float scalar is declared float (packed as float), its size 64-bit."""
+    fmt = load_template("format_cuda.md")
+    source = re.search(r'_SOURCE = r"""(.*?)"""', fmt.split("# ---- end of the fast CUDA launcher", 1)[1],
+                       re.DOTALL).group(1)
     signature = re.search(r'extern "C" __global__ void my_kernel\((.*?)\)', source, re.DOTALL).group(1)
     params = [" ".join(p.split()) for p in signature.split(",")]
-    scalars = [p for p in params if "*" not in p]
-    assert scalars == ["double alpha_d", "int n"]
-    assert not any(p.startswith("float ") for p in params)
-    assert "args=[x, y, float(self.alpha), n]" in fmt
+    assert [p for p in params if "*" not in p] == ["float alpha", "long long n"]
+    assert "args=[x, y, self.alpha, n]" in fmt
 
 
 @pytest.mark.parametrize("backend", ["triton", "cpp"])
-def test_other_backends_do_not_get_the_nvrtc_text(backend):
+def test_other_backends_do_not_get_the_cuda_launcher(backend):
     system = _flat(render_request(request(backend)).system)
-    assert "becomes a C `double`" not in system
+    assert "_fast_kernel" not in system
 
 
 # ------------------------------------------------------------------------------------------------------
 # the repair hints (user message of a cuda repair)
 # ------------------------------------------------------------------------------------------------------
-def test_repair_hints_recognise_the_symptom():
+def test_repair_hints_name_the_launcher_errors_and_the_slow_build():
     failed = CUDA_NVRTC.replace("int n)", "float slope, int n)")
     prompt = render_request(request(repair=1, failed_code=failed, feedback=WRONG_RESULT))
     assert prompt.kind == "repair"
     user = _flat(prompt.user)
     assert "> " + WRONG_RESULT.splitlines()[1] in prompt.user                       # the evaluator's reason
-    assert "NVRTC scalar mismatch (results wrong by a huge or garbage factor" in user  # the symptom
-    assert "as if a scalar argument were 0, tiny/denormal or huge" in user
-    assert "a Python float reads half of a `double`" in user                         # the cause
-    assert "Declare it `double` and cast inside the kernel" in user                  # the fix
-    assert "pass a 0-dim/1-element float32 CUDA tensor" in user
-    assert "on the NVRTC path first check each scalar in `args` against its parameter type" in user
-    # the old, wrong advice (scalars "must match the parameter types (`int`, `float`)") is gone
-    assert "(`int`, `float`)" not in user
-
-
-def test_repair_hints_file_no_longer_suggests_float_parameters():
-    hints = _flat(load_template("repair_hints_cuda.md"))
-    assert "(`int`, `float`)" not in hints
-    assert "a Python `float` a C `double`" in hints
+    assert "a pointer parameter needs a CUDA tensor" in user
+    assert "an `int` parameter refuses values of 2**31 and more" in user
+    assert "rewrite it in the fast form above" in user
+    assert "(`int`, `float`)" not in user and "NVRTC scalar mismatch" not in user
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -99,10 +88,9 @@ def test_format_and_hints_reach_the_model(scripted_coder, openai_server):
     coder.propose(request(repair=1, failed_code=CUDA_NVRTC, feedback=WRONG_RESULT))
     generate, repair = openai_server.chat_requests
     for sent in (generate, repair):
-        system = _flat(sent.messages[0]["content"])
-        assert "a Python `float` becomes a C `double`" in system
-    assert "NVRTC scalar mismatch" not in generate.messages[1]["content"]
-    assert "NVRTC scalar mismatch (results wrong by a huge or garbage factor" in _flat(repair.messages[1]["content"])
+        assert "packed by the type its kernel parameter declares" in _flat(sent.messages[0]["content"])
+    assert "a pointer parameter needs a CUDA tensor" not in _flat(generate.messages[1]["content"])
+    assert "a pointer parameter needs a CUDA tensor" in _flat(repair.messages[1]["content"])
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -94,6 +94,14 @@ def frame(pattern: Pattern, backend: str, family: str, knobs: Knobs, summary: st
     """The whole candidate file: header, docstring, imports, kernel code, and ModelNew."""
     args = ", ".join(("self",) + pattern.forward_args)
     imports = pattern.imports + ("\n" + extra_imports if extra_imports else "")
+    if backend == "cuda" and "torch.cuda._compile_kernel(" in body:
+        # CUDA is written in the fast form only (issue 21): nvcc without torch headers, the lean launcher.
+        from .fast_cuda import FAST_LAUNCHER, to_fast_form
+
+        body = to_fast_form("import torch\n" + body).split(FAST_LAUNCHER, 1)[1]
+        body = FAST_LAUNCHER + body
+        summary = summary.replace("compiled by NVRTC (torch.cuda._compile_kernel)",
+                                  "built by nvcc without torch headers and launched by the fast CUDA launcher")
     doc = (f'"""Exemplar candidate for a {pattern.description} task on the {backend} backend.\n\n'
            f"{summary}\nWritten from a fixed template by the htam exemplar coder; no LLM was used.\n\"\"\"")
     return (f"{header(family, backend, knobs)}\n{NOTICE}\n{doc}\n\n{imports}\n\n{body.strip()}\n\n\n"

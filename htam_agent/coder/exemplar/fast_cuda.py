@@ -26,7 +26,7 @@ FAST_LAUNCHER = r'''# ---- fast CUDA launcher (copy unchanged): nvcc builds the 
 import hashlib as _hashlib
 import re as _re
 
-from torch.utils.cpp_extension import load_inline as _load_inline
+from torch.utils.cpp_extension import load_inline
 
 _FAST_GLUE = r"""
 #include <Python.h>
@@ -199,8 +199,8 @@ def _fast_kernel(source, name):
         table = ('\nstruct FastKernel { const char* name; const void* fn; const char* params; };\n'
                  'extern "C" const FastKernel FAST_KERNELS[] = {\n' + "\n".join(rows) + "\n{0, 0, 0}};\n")
         tag = _hashlib.sha256(source.encode()).hexdigest()[:16]
-        module = _load_inline(name=f"fast_{tag}", cpp_sources=_FAST_GLUE, cuda_sources=source + table,
-                              no_implicit_headers=True, extra_cuda_cflags=["-O3"])
+        module = load_inline(name=f"fast_{tag}", cpp_sources=_FAST_GLUE, cuda_sources=source + table,
+                             no_implicit_headers=True, extra_cuda_cflags=["-O3"])
         _FAST_MODULES[source] = module
     if not hasattr(module, name):
         raise ValueError(f'no extern "C" __global__ kernel named {name!r} in the source')

@@ -1,0 +1,329 @@
+"""RMS normalization over dim 1 (KernelBench level 1, problem 36): hand-written NVRTC kernels.
+
+kernelbench: level1/36_RMSNorm_.py
+expect: accepted
+
+y = x / sqrt(mean(x^2 over dim 1) + eps), eps from the constructor. The input is seen as (outer, d, inner)
+around dim 1. For the problem's 4-D input (inner = H*W) one thread owns an (outer, inner) line: it sums the
+d squares with stride inner (coalesced across threads), then writes the line divided by its RMS. When inner
+is 1 (a 2-D input) one block owns a row: per-thread partial sums, a block reduction, then the divide. Sizes
+that can pass 2**31 arrive as doubles.
+
+Fast-form rewrite of tests/cheats/kernelbench/honest/l1_36_rmsnorm.py
+(htam_agent.coder.exemplar.fast_cuda.to_fast_form): the same kernels, built by nvcc without torch headers and
+launched through the fast CUDA launcher.
+"""
+
+# ---- fast CUDA launcher (copy unchanged): nvcc builds the kernels without torch headers in seconds, and a
+# launch costs a few microseconds. _fast_kernel(SOURCE, "name") returns kernel(grid=, block=, args=[...],
+# shared_mem=0); each argument is packed by the type the kernel declares: T* (a CUDA tensor), int, unsigned,
+# long long, int64_t, size_t, float, double, bool. Launches go to torch's current CUDA stream.
+import hashlib as _hashlib
+import math
+import re as _re
+
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+_FAST_GLUE = r"""
+#include <Python.h>
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <string.h>
+
+struct FastKernel { const char* name; const void* fn; const char* params; };
+extern "C" const FastKernel FAST_KERNELS[];
+
+static PyObject* g_stream_fn;  // torch._C._cuda_getCurrentRawStream, resolved at the first launch
+static PyObject* g_device_fn;  // torch._C._cuda_getDevice
+static PyObject* g_data_ptr;
+static PyObject* g_is_cuda;
+static size_t g_shared_set[64];
+
+static int fast_dims(PyObject* o, const char* what, const char* kname, dim3* out) {
+    unsigned long v[3] = {1, 1, 1};
+    if (PyLong_Check(o)) {
+        v[0] = PyLong_AsUnsignedLong(o);
+    } else {
+        PyObject* t = PySequence_Fast(o, "grid and block must be an int or a tuple of 1 to 3 ints");
+        if (!t) return -1;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(t);
+        if (n < 1 || n > 3) {
+            Py_DECREF(t);
+            PyErr_Format(PyExc_ValueError, "%s: %s needs 1 to 3 sizes, got %zd", kname, what, n);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < n; ++i) v[i] = PyLong_AsUnsignedLong(PySequence_Fast_GET_ITEM(t, i));
+        Py_DECREF(t);
+    }
+    if (PyErr_Occurred()) return -1;
+    *out = dim3((unsigned)v[0], (unsigned)v[1], (unsigned)v[2]);
+    return 0;
+}
+
+static PyObject* fast_launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+    const Py_ssize_t idx = PyLong_AsSsize_t(self);
+    const FastKernel* k = &FAST_KERNELS[idx];
+    const Py_ssize_t np = (Py_ssize_t)strlen(k->params);
+    if (nargs != 3 + np)
+        return PyErr_Format(PyExc_TypeError, "%s takes %zd kernel arguments (types %s), got %zd",
+                            k->name, np, k->params, nargs - 3);
+    dim3 grid, block;
+    if (fast_dims(args[0], "grid", k->name, &grid) || fast_dims(args[1], "block", k->name, &block)) return NULL;
+    const size_t shared = PyLong_AsSize_t(args[2]);
+    if (PyErr_Occurred()) return NULL;
+    union Slot { void* p; int i; long long l; float f; double d; } slots[48];
+    void* ptrs[48];
+    for (Py_ssize_t j = 0; j < np; ++j) {
+        PyObject* a = args[3 + j];
+        switch (k->params[j]) {
+        case 'p': {
+            PyObject* c = PyObject_GetAttr(a, g_is_cuda);
+            const int ok = c ? PyObject_IsTrue(c) : -1;
+            Py_XDECREF(c);
+            if (ok != 1) {
+                PyErr_Clear();
+                return PyErr_Format(PyExc_TypeError, "%s: argument %zd is a pointer: pass a CUDA tensor",
+                                    k->name, j);
+            }
+            PyObject* p = PyObject_CallMethodNoArgs(a, g_data_ptr);
+            if (!p) return NULL;
+            slots[j].p = PyLong_AsVoidPtr(p);
+            Py_DECREF(p);
+            break;
+        }
+        case 'i': {
+            const long long v = PyLong_AsLongLong(a);
+            if (!PyErr_Occurred() && (v < INT32_MIN || v > INT32_MAX))
+                return PyErr_Format(PyExc_OverflowError,
+                                    "%s: argument %zd (%lld) does not fit the kernel's 32-bit int: declare it "
+                                    "long long", k->name, j, v);
+            slots[j].i = (int)v;
+            break;
+        }
+        case 'l': slots[j].l = PyLong_AsLongLong(a); break;
+        case 'f': slots[j].f = (float)PyFloat_AsDouble(a); break;
+        case 'd': slots[j].d = PyFloat_AsDouble(a); break;
+        }
+        if (PyErr_Occurred()) return NULL;
+        ptrs[j] = &slots[j];
+    }
+    if (!g_stream_fn) {
+        PyObject* tc = PyImport_ImportModule("torch._C");
+        if (!tc) return NULL;
+        g_stream_fn = PyObject_GetAttrString(tc, "_cuda_getCurrentRawStream");
+        g_device_fn = g_stream_fn ? PyObject_GetAttrString(tc, "_cuda_getDevice") : NULL;
+        Py_DECREF(tc);
+        if (!g_device_fn) { Py_CLEAR(g_stream_fn); return NULL; }
+    }
+    PyObject* dev = PyObject_CallNoArgs(g_device_fn);
+    if (!dev) return NULL;
+    PyObject* s = PyObject_CallOneArg(g_stream_fn, dev);
+    Py_DECREF(dev);
+    if (!s) return NULL;
+    cudaStream_t stream = (cudaStream_t)PyLong_AsVoidPtr(s);
+    Py_DECREF(s);
+    if (shared > 48 * 1024 && shared > g_shared_set[idx]) {
+        cudaError_t e = cudaFuncSetAttribute(k->fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared);
+        if (e != cudaSuccess)
+            return PyErr_Format(PyExc_RuntimeError, "%s: %zu bytes of shared memory: %s", k->name, shared,
+                                cudaGetErrorString(e));
+        g_shared_set[idx] = shared;
+    }
+    const cudaError_t err = cudaLaunchKernel(k->fn, grid, block, ptrs, shared, stream);
+    if (err != cudaSuccess)
+        return PyErr_Format(PyExc_RuntimeError, "%s: launch failed: %s", k->name, cudaGetErrorString(err));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef g_defs[64];
+static struct PyModuleDef g_module = {PyModuleDef_HEAD_INIT, "fast_kernels", NULL, -1, NULL};
+
+#define FAST_CAT2(a, b) a##b
+#define FAST_CAT(a, b) FAST_CAT2(a, b)
+PyMODINIT_FUNC FAST_CAT(PyInit_, TORCH_EXTENSION_NAME)(void) {
+    g_data_ptr = PyUnicode_InternFromString("data_ptr");
+    g_is_cuda = PyUnicode_InternFromString("is_cuda");
+    PyObject* m = PyModule_Create(&g_module);
+    if (!m) return NULL;
+    for (Py_ssize_t i = 0; i < 64 && FAST_KERNELS[i].name; ++i) {
+        g_defs[i].ml_name = FAST_KERNELS[i].name;
+        g_defs[i].ml_meth = (PyCFunction)(void (*)(void))fast_launch;
+        g_defs[i].ml_flags = METH_FASTCALL;
+        PyObject* idx = PyLong_FromSsize_t(i);
+        PyObject* f = idx ? PyCFunction_NewEx(&g_defs[i], idx, NULL) : NULL;
+        Py_XDECREF(idx);
+        if (!f || PyModule_AddObject(m, FAST_KERNELS[i].name, f) < 0) {
+            Py_XDECREF(f);
+            Py_DECREF(m);
+            return NULL;
+        }
+    }
+    return m;
+}
+"""
+
+_FAST_KERNEL_RE = _re.compile(
+    r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)')
+_FAST_TYPES = {
+    "int": "i", "signed": "i", "signed int": "i", "unsigned": "i", "unsigned int": "i", "int32_t": "i",
+    "uint32_t": "i", "bool": "i", "long long": "l", "long long int": "l", "unsigned long long": "l",
+    "long": "l", "unsigned long": "l", "int64_t": "l", "uint64_t": "l", "size_t": "l", "ptrdiff_t": "l",
+    "float": "f", "double": "d",
+}
+_FAST_MODULES = {}
+
+
+def _fast_param(kernel, param):
+    if "*" in param:
+        return "p"
+    words = [w for w in _re.findall(r"\w+", param) if w not in ("const", "volatile", "__restrict__")]
+    ctype = " ".join(words[:-1])
+    if ctype not in _FAST_TYPES:
+        raise TypeError(f"kernel {kernel}: parameter {param.strip()!r} has a type the launcher cannot pack; "
+                        f"use a pointer, {', '.join(sorted(_FAST_TYPES))}")
+    return _FAST_TYPES[ctype]
+
+
+def _fast_kernel(source, name):
+    module = _FAST_MODULES.get(source)
+    if module is None:
+        rows = []
+        for m in _FAST_KERNEL_RE.finditer(_re.sub(r"//[^\n]*|/\*.*?\*/", "", source, flags=_re.S)):
+            params = [p for p in m.group(2).split(",") if p.strip() and p.strip() != "void"]
+            rows.append(f'{{"{m.group(1)}", (const void*){m.group(1)}, '
+                        f'"{"".join(_fast_param(m.group(1), p) for p in params)}"}},')
+        table = ('\nstruct FastKernel { const char* name; const void* fn; const char* params; };\n'
+                 'extern "C" const FastKernel FAST_KERNELS[] = {\n' + "\n".join(rows) + "\n{0, 0, 0}};\n")
+        tag = _hashlib.sha256(source.encode()).hexdigest()[:16]
+        module = load_inline(name=f"fast_{tag}", cpp_sources=_FAST_GLUE, cuda_sources=source + table,
+                             no_implicit_headers=True, extra_cuda_cflags=["-O3"])
+        _FAST_MODULES[source] = module
+    if not hasattr(module, name):
+        raise ValueError(f'no extern "C" __global__ kernel named {name!r} in the source')
+    launch = getattr(module, name)
+
+    def kernel(grid=(1, 1, 1), block=(1, 1, 1), args=(), shared_mem=0):
+        launch(grid, block, shared_mem, *args)
+
+    return kernel
+# ---- end of the fast CUDA launcher
+
+_SRC = r"""
+// What one element adds to the line's accumulator, and the divisor made from the accumulated sum.
+__device__ __forceinline__ float term(float v) { return v * v; }
+__device__ __forceinline__ float divisor(float acc, int d, float eps) { return sqrtf(acc / (float)d + eps); }
+
+// Sum over the block; every thread gets warp 0's result. blockDim.x: a multiple of 32.
+__device__ float block_sum(float v, float* sh) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    __syncthreads();  // the previous row's readers of sh[32] are done
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < nw ? sh[lane] : 0.f;
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (lane == 0) sh[32] = v;
+    }
+    __syncthreads();
+    return sh[32];
+}
+
+extern "C" __global__ void norm_rows(const float* __restrict__ x, float* __restrict__ y, double rows_d,
+                                     int cols, double eps_d) {
+    __shared__ float sh[33];
+    const long long rows = (long long)rows_d;
+    const float eps = (float)eps_d;
+    const bool vec = (cols & 3) == 0 && (((unsigned long long)x | (unsigned long long)y) & 15ULL) == 0ULL;
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float* xr = x + r * cols;
+        float* yr = y + r * cols;
+        float acc = 0.f;
+        if (vec) {
+            const float4* x4 = reinterpret_cast<const float4*>(xr);
+            for (int i = threadIdx.x; i < (cols >> 2); i += blockDim.x) {
+                const float4 v = x4[i];
+                acc += term(v.x) + term(v.y) + term(v.z) + term(v.w);
+            }
+        } else {
+            for (int i = threadIdx.x; i < cols; i += blockDim.x) acc += term(xr[i]);
+        }
+        const float den = divisor(block_sum(acc, sh), cols, eps);
+        if (vec) {
+            const float4* x4 = reinterpret_cast<const float4*>(xr);
+            float4* y4 = reinterpret_cast<float4*>(yr);
+            for (int i = threadIdx.x; i < (cols >> 2); i += blockDim.x) {
+                float4 v = x4[i];
+                v.x = v.x / den;
+                v.y = v.y / den;
+                v.z = v.z / den;
+                v.w = v.w / den;
+                y4[i] = v;
+            }
+        } else {
+            for (int i = threadIdx.x; i < cols; i += blockDim.x) yr[i] = xr[i] / den;
+        }
+    }
+}
+
+extern "C" __global__ void norm_cols(const float* __restrict__ x, float* __restrict__ y, double outer_d,
+                                     int d, double inner_d, double eps_d) {
+    const long long outer = (long long)outer_d, inner = (long long)inner_d;
+    const float eps = (float)eps_d;
+    const long long total = outer * inner;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += stride) {
+        const long long o = t / inner;
+        const long long base = o * d * inner + (t - o * inner);
+        float acc = 0.f;
+        for (int k = 0; k < d; ++k) acc += term(x[base + k * inner]);
+        const float den = divisor(acc, d, eps);
+        for (int k = 0; k < d; ++k) {
+            const long long j = base + k * inner;
+            y[j] = x[j] / den;
+        }
+    }
+}
+"""
+_KERNELS: dict = {}
+
+
+def _kernel(name: str):
+    if name not in _KERNELS:
+        _KERNELS[name] = _fast_kernel(_SRC, name)
+    return _KERNELS[name]
+
+
+def _normalize_dim1(x: torch.Tensor, eps: float) -> torch.Tensor:
+    if x.dtype != torch.float32:
+        raise TypeError(f"this kernel is written for float32, got {x.dtype}")
+    if x.dim() < 2:
+        raise IndexError(f"dim 1 out of range for a {x.dim()}-d tensor")
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    outer, d, inner = x.shape[0], x.shape[1], math.prod(x.shape[2:])
+    if x.numel() == 0:
+        return y
+    if d >= 2**31:
+        raise ValueError("normalized dimension too long for this kernel (2**31 or more)")
+    if inner == 1:
+        threads = 512 if d >= 16384 else 256
+        _kernel("norm_rows")(grid=(min(outer, 1 << 20), 1, 1), block=(threads, 1, 1),
+                             args=[x, y, float(outer), d, float(eps)])
+    else:
+        blocks = min((outer * inner + 255) // 256, 1 << 16)
+        _kernel("norm_cols")(grid=(blocks, 1, 1), block=(256, 1, 1),
+                             args=[x, y, float(outer), d, float(inner), float(eps)])
+    return y
+
+
+class ModelNew(nn.Module):
+    def __init__(self, num_features: int, eps: float = 1e-5):
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _normalize_dim1(x, self.eps)

@@ -1,0 +1,281 @@
+"""Conv2D_ReLU_BiasAdd (KernelBench level 2): conv in PyTorch, ReLU and channel bias in one NVRTC kernel.
+
+kernelbench: level2/1_Conv2D_ReLU_BiasAdd.py
+expect: accepted
+
+y = relu(conv(x)) + bias, bias of shape (C, 1, 1). The convolution is the module's own nn.Conv2d and the bias
+the module's own parameter (both created as the reference creates them, same names, so the evaluator's
+weights are the reference's). The kernel walks the conv output as (N*C rows, H*W columns): blockIdx.y strides
+over the rows, each row reading its channel's bias once, and the threads over the columns (float4 when the
+row width and the pointers allow). The row count arrives as a double.
+
+Fast-form rewrite of tests/cheats/kernelbench/honest/l2_1_conv2d_relu_biasadd.py
+(htam_agent.coder.exemplar.fast_cuda.to_fast_form): the same kernels, built by nvcc without torch headers and
+launched through the fast CUDA launcher.
+"""
+
+# ---- fast CUDA launcher (copy unchanged): nvcc builds the kernels without torch headers in seconds, and a
+# launch costs a few microseconds. _fast_kernel(SOURCE, "name") returns kernel(grid=, block=, args=[...],
+# shared_mem=0); each argument is packed by the type the kernel declares: T* (a CUDA tensor), int, unsigned,
+# long long, int64_t, size_t, float, double, bool. Launches go to torch's current CUDA stream.
+import hashlib as _hashlib
+import re as _re
+
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+_FAST_GLUE = r"""
+#include <Python.h>
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <string.h>
+
+struct FastKernel { const char* name; const void* fn; const char* params; };
+extern "C" const FastKernel FAST_KERNELS[];
+
+static PyObject* g_stream_fn;  // torch._C._cuda_getCurrentRawStream, resolved at the first launch
+static PyObject* g_device_fn;  // torch._C._cuda_getDevice
+static PyObject* g_data_ptr;
+static PyObject* g_is_cuda;
+static size_t g_shared_set[64];
+
+static int fast_dims(PyObject* o, const char* what, const char* kname, dim3* out) {
+    unsigned long v[3] = {1, 1, 1};
+    if (PyLong_Check(o)) {
+        v[0] = PyLong_AsUnsignedLong(o);
+    } else {
+        PyObject* t = PySequence_Fast(o, "grid and block must be an int or a tuple of 1 to 3 ints");
+        if (!t) return -1;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(t);
+        if (n < 1 || n > 3) {
+            Py_DECREF(t);
+            PyErr_Format(PyExc_ValueError, "%s: %s needs 1 to 3 sizes, got %zd", kname, what, n);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < n; ++i) v[i] = PyLong_AsUnsignedLong(PySequence_Fast_GET_ITEM(t, i));
+        Py_DECREF(t);
+    }
+    if (PyErr_Occurred()) return -1;
+    *out = dim3((unsigned)v[0], (unsigned)v[1], (unsigned)v[2]);
+    return 0;
+}
+
+static PyObject* fast_launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+    const Py_ssize_t idx = PyLong_AsSsize_t(self);
+    const FastKernel* k = &FAST_KERNELS[idx];
+    const Py_ssize_t np = (Py_ssize_t)strlen(k->params);
+    if (nargs != 3 + np)
+        return PyErr_Format(PyExc_TypeError, "%s takes %zd kernel arguments (types %s), got %zd",
+                            k->name, np, k->params, nargs - 3);
+    dim3 grid, block;
+    if (fast_dims(args[0], "grid", k->name, &grid) || fast_dims(args[1], "block", k->name, &block)) return NULL;
+    const size_t shared = PyLong_AsSize_t(args[2]);
+    if (PyErr_Occurred()) return NULL;
+    union Slot { void* p; int i; long long l; float f; double d; } slots[48];
+    void* ptrs[48];
+    for (Py_ssize_t j = 0; j < np; ++j) {
+        PyObject* a = args[3 + j];
+        switch (k->params[j]) {
+        case 'p': {
+            PyObject* c = PyObject_GetAttr(a, g_is_cuda);
+            const int ok = c ? PyObject_IsTrue(c) : -1;
+            Py_XDECREF(c);
+            if (ok != 1) {
+                PyErr_Clear();
+                return PyErr_Format(PyExc_TypeError, "%s: argument %zd is a pointer: pass a CUDA tensor",
+                                    k->name, j);
+            }
+            PyObject* p = PyObject_CallMethodNoArgs(a, g_data_ptr);
+            if (!p) return NULL;
+            slots[j].p = PyLong_AsVoidPtr(p);
+            Py_DECREF(p);
+            break;
+        }
+        case 'i': {
+            const long long v = PyLong_AsLongLong(a);
+            if (!PyErr_Occurred() && (v < INT32_MIN || v > INT32_MAX))
+                return PyErr_Format(PyExc_OverflowError,
+                                    "%s: argument %zd (%lld) does not fit the kernel's 32-bit int: declare it "
+                                    "long long", k->name, j, v);
+            slots[j].i = (int)v;
+            break;
+        }
+        case 'l': slots[j].l = PyLong_AsLongLong(a); break;
+        case 'f': slots[j].f = (float)PyFloat_AsDouble(a); break;
+        case 'd': slots[j].d = PyFloat_AsDouble(a); break;
+        }
+        if (PyErr_Occurred()) return NULL;
+        ptrs[j] = &slots[j];
+    }
+    if (!g_stream_fn) {
+        PyObject* tc = PyImport_ImportModule("torch._C");
+        if (!tc) return NULL;
+        g_stream_fn = PyObject_GetAttrString(tc, "_cuda_getCurrentRawStream");
+        g_device_fn = g_stream_fn ? PyObject_GetAttrString(tc, "_cuda_getDevice") : NULL;
+        Py_DECREF(tc);
+        if (!g_device_fn) { Py_CLEAR(g_stream_fn); return NULL; }
+    }
+    PyObject* dev = PyObject_CallNoArgs(g_device_fn);
+    if (!dev) return NULL;
+    PyObject* s = PyObject_CallOneArg(g_stream_fn, dev);
+    Py_DECREF(dev);
+    if (!s) return NULL;
+    cudaStream_t stream = (cudaStream_t)PyLong_AsVoidPtr(s);
+    Py_DECREF(s);
+    if (shared > 48 * 1024 && shared > g_shared_set[idx]) {
+        cudaError_t e = cudaFuncSetAttribute(k->fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared);
+        if (e != cudaSuccess)
+            return PyErr_Format(PyExc_RuntimeError, "%s: %zu bytes of shared memory: %s", k->name, shared,
+                                cudaGetErrorString(e));
+        g_shared_set[idx] = shared;
+    }
+    const cudaError_t err = cudaLaunchKernel(k->fn, grid, block, ptrs, shared, stream);
+    if (err != cudaSuccess)
+        return PyErr_Format(PyExc_RuntimeError, "%s: launch failed: %s", k->name, cudaGetErrorString(err));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef g_defs[64];
+static struct PyModuleDef g_module = {PyModuleDef_HEAD_INIT, "fast_kernels", NULL, -1, NULL};
+
+#define FAST_CAT2(a, b) a##b
+#define FAST_CAT(a, b) FAST_CAT2(a, b)
+PyMODINIT_FUNC FAST_CAT(PyInit_, TORCH_EXTENSION_NAME)(void) {
+    g_data_ptr = PyUnicode_InternFromString("data_ptr");
+    g_is_cuda = PyUnicode_InternFromString("is_cuda");
+    PyObject* m = PyModule_Create(&g_module);
+    if (!m) return NULL;
+    for (Py_ssize_t i = 0; i < 64 && FAST_KERNELS[i].name; ++i) {
+        g_defs[i].ml_name = FAST_KERNELS[i].name;
+        g_defs[i].ml_meth = (PyCFunction)(void (*)(void))fast_launch;
+        g_defs[i].ml_flags = METH_FASTCALL;
+        PyObject* idx = PyLong_FromSsize_t(i);
+        PyObject* f = idx ? PyCFunction_NewEx(&g_defs[i], idx, NULL) : NULL;
+        Py_XDECREF(idx);
+        if (!f || PyModule_AddObject(m, FAST_KERNELS[i].name, f) < 0) {
+            Py_XDECREF(f);
+            Py_DECREF(m);
+            return NULL;
+        }
+    }
+    return m;
+}
+"""
+
+_FAST_KERNEL_RE = _re.compile(
+    r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)')
+_FAST_TYPES = {
+    "int": "i", "signed": "i", "signed int": "i", "unsigned": "i", "unsigned int": "i", "int32_t": "i",
+    "uint32_t": "i", "bool": "i", "long long": "l", "long long int": "l", "unsigned long long": "l",
+    "long": "l", "unsigned long": "l", "int64_t": "l", "uint64_t": "l", "size_t": "l", "ptrdiff_t": "l",
+    "float": "f", "double": "d",
+}
+_FAST_MODULES = {}
+
+
+def _fast_param(kernel, param):
+    if "*" in param:
+        return "p"
+    words = [w for w in _re.findall(r"\w+", param) if w not in ("const", "volatile", "__restrict__")]
+    ctype = " ".join(words[:-1])
+    if ctype not in _FAST_TYPES:
+        raise TypeError(f"kernel {kernel}: parameter {param.strip()!r} has a type the launcher cannot pack; "
+                        f"use a pointer, {', '.join(sorted(_FAST_TYPES))}")
+    return _FAST_TYPES[ctype]
+
+
+def _fast_kernel(source, name):
+    module = _FAST_MODULES.get(source)
+    if module is None:
+        rows = []
+        for m in _FAST_KERNEL_RE.finditer(_re.sub(r"//[^\n]*|/\*.*?\*/", "", source, flags=_re.S)):
+            params = [p for p in m.group(2).split(",") if p.strip() and p.strip() != "void"]
+            rows.append(f'{{"{m.group(1)}", (const void*){m.group(1)}, '
+                        f'"{"".join(_fast_param(m.group(1), p) for p in params)}"}},')
+        table = ('\nstruct FastKernel { const char* name; const void* fn; const char* params; };\n'
+                 'extern "C" const FastKernel FAST_KERNELS[] = {\n' + "\n".join(rows) + "\n{0, 0, 0}};\n")
+        tag = _hashlib.sha256(source.encode()).hexdigest()[:16]
+        module = load_inline(name=f"fast_{tag}", cpp_sources=_FAST_GLUE, cuda_sources=source + table,
+                             no_implicit_headers=True, extra_cuda_cflags=["-O3"])
+        _FAST_MODULES[source] = module
+    if not hasattr(module, name):
+        raise ValueError(f'no extern "C" __global__ kernel named {name!r} in the source')
+    launch = getattr(module, name)
+
+    def kernel(grid=(1, 1, 1), block=(1, 1, 1), args=(), shared_mem=0):
+        launch(grid, block, shared_mem, *args)
+
+    return kernel
+# ---- end of the fast CUDA launcher
+
+_SRC = r"""
+__device__ __forceinline__ float epilogue(float v, float b) { return (v < 0.f ? 0.f : v) + b; }
+
+extern "C" __global__ void relu_channel_bias(const float* __restrict__ x, const float* __restrict__ b,
+                                             float* __restrict__ y, double rows_d, int cols, int channels) {
+    const long long rows = (long long)rows_d;
+    const bool vec = (cols & 3) == 0 && (((unsigned long long)x | (unsigned long long)y) & 15ULL) == 0ULL;
+    const int c0 = blockIdx.x * blockDim.x + threadIdx.x, cstride = gridDim.x * blockDim.x;
+    for (long long r = blockIdx.y; r < rows; r += gridDim.y) {
+        const float bv = b[r % channels];
+        const long long base = r * cols;
+        if (vec) {
+            const float4* x4 = reinterpret_cast<const float4*>(x + base);
+            float4* y4 = reinterpret_cast<float4*>(y + base);
+            for (int c = c0; c < (cols >> 2); c += cstride) {
+                float4 v = x4[c];
+                v.x = epilogue(v.x, bv);
+                v.y = epilogue(v.y, bv);
+                v.z = epilogue(v.z, bv);
+                v.w = epilogue(v.w, bv);
+                y4[c] = v;
+            }
+        } else {
+            for (int c = c0; c < cols; c += cstride) y[base + c] = epilogue(x[base + c], bv);
+        }
+    }
+}
+"""
+_kernel = None
+
+
+def _get_kernel():
+    global _kernel
+    if _kernel is None:
+        _kernel = _fast_kernel(_SRC, "relu_channel_bias")
+    return _kernel
+
+
+def _channel_bias(bias: torch.Tensor, h: torch.Tensor, cdim: int) -> torch.Tensor:
+    """The bias as one value per channel, when it broadcasts against h along the channel dimension only."""
+    channels = h.shape[cdim]
+    shape = [1] * (h.dim() - bias.dim()) + list(bias.shape)
+    if bias.dim() <= h.dim() and all(s == 1 for i, s in enumerate(shape) if i != cdim) \
+            and shape[cdim] in (1, channels):
+        return bias.reshape(-1).expand(channels).contiguous()
+    raise ValueError(f"bias of shape {tuple(bias.shape)}: this kernel adds a per-channel bias only")
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size, bias_shape):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+        self.bias = nn.Parameter(torch.randn(bias_shape))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.conv(x).contiguous()
+        if h.dtype != torch.float32 or self.bias.dtype != torch.float32:
+            raise TypeError("this kernel is written for float32")
+        y = torch.empty_like(h)
+        if h.numel() == 0:
+            return y
+        cdim = 1 if h.dim() == 4 else 0  # nn.Conv2d also takes an unbatched (C, H, W) input
+        channels = h.shape[cdim]
+        cols = h.shape[-1] * h.shape[-2]
+        rows = h.numel() // cols
+        b = _channel_bias(self.bias.detach(), h, cdim)
+        gx = max(1, min((cols + 1023) // 1024, 256))
+        gy = max(1, min(rows, 65535, 4096 // gx))
+        _get_kernel()(grid=(gx, gy, 1), block=(256, 1, 1), args=[h, b, y, float(rows), cols, channels])
+        return y
