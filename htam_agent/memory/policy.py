@@ -10,6 +10,13 @@ score(d) = w_prior * prior(d | operator class)                       seed knowle
                          or the coder applied another direction     third suggestion of one the coder declined
                          the last two times d was asked]
          - w_exhausted [every strategy of d that fits is already in the best, or failed here]
+         + untried [d not measured in this task yet and fits the state: w_untried, raised to pass every direction
+                    measured here without a gain over the previous best]
+
+Gains are over the best before the step. A task's first kernel is a baseline: its speedup over eager is kept
+apart (n_base), read only from the START edge (what to begin a task with), never as an improvement of its
+direction. The K candidates of a step are split by split_portfolio: exploit what just improved, explore what
+the task has not tried.
 
 History position i = 0 is the latest step; alpha_i = decay^i, normalized. value() is class first: the outcomes
 of states of the same operator class (weighted by bottleneck/status/backend similarity) are shrunk toward a
@@ -38,10 +45,10 @@ from .schema import START, Direction, EdgeStats, HistoryStep, ScoredDirection, S
 from .stats import FIELDS, TransitionIndex, class_split, key_mask, state_similarity, stats_of
 
 __all__ = ["PolicyConfig", "score_directions", "state_similarity", "describe_stats", "bottleneck_fit", "value_of",
-           "tiered_value", "record_text"]
+           "tiered_value", "record_text", "split_portfolio"]
 
-_N, _IMPROVED, _FAILED, _NGAIN, _GAIN, _REWARD = (FIELDS.index(f) for f in (
-    "n", "improved", "failed", "n_gain", "sum_gain", "sum_reward"))
+_N, _IMPROVED, _FAILED, _NGAIN, _GAIN, _REWARD, _NBASE, _BASE = (FIELDS.index(f) for f in (
+    "n", "improved", "failed", "n_gain", "sum_gain", "sum_reward", "n_base", "sum_base"))
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,8 @@ class PolicyConfig:
     w_feature: float = 0.6
     min_similarity: float = 0.05
     tie_jitter: float = 1e-6
+    #: the task's exploration bonus for an untried direction that fits the state (see _explore_untried)
+    w_untried: float = 0.3
 
     def without_transitions(self) -> PolicyConfig:
         """These weights with the two terms read from recorded transitions (w_edge, w_similar) off: the
@@ -93,21 +102,39 @@ def describe_stats(st: EdgeStats) -> str:
     if not st.n:
         return "no record"
     parts = [f"{st.n:.1f} tries" if st.n % 1 else f"{int(st.n)} tries",
-             f"{st.success_rate:.0%} improved", f"{st.failed / st.n:.0%} failed"]
+             f"{st.success_rate:.0%} improved the previous best", f"{st.failed / st.n:.0%} failed"]
     if st.mean_gain is not None:
-        parts.append(f"mean gain x{math.exp(st.mean_gain):.2f}")
+        parts.append(f"mean gain x{math.exp(st.mean_gain):.2f} over the previous best")
+    if st.n_base:
+        parts.append(f"{st.n_base:.1f} first kernels" if st.n_base % 1 else f"{int(st.n_base)} first kernels")
     return ", ".join(parts)
 
 
-def record_text(st: EdgeStats) -> str:
-    """A record in words for prompts: rounded (similarity-weighted) counts and the typical gain; '' if none."""
-    n = int(round(st.n))
-    if n <= 0:
-        return ""
-    text = f"{_plural(n, 'try')}, {int(round(st.improved))} improved, {int(round(st.failed))} rejected"
-    if st.mean_gain is not None:
-        text += f", typical gain x{math.exp(st.mean_gain):.2f}"
+def _counts_text(n: float, improved: float, failed: float, n_gain: float, sum_gain: float, n_base: float,
+                 sum_base: float) -> str:
+    """Counts in words, each gain with what it is over: a task's first kernels (baselines) over eager, later
+    kernels over the best before their step, never mixed."""
+    n_i, n_b, n_imp, n_f = (int(round(x)) for x in (n, n_base, improved, failed))
+    parts = []
+    if n_b:
+        parts.append(f"{n_b} gave a task's first kernel (typical x{math.exp(sum_base / n_base):.2f} over eager)")
+    parts.append(f"{n_imp} improved the previous best")
+    flat = n_i - n_b - n_imp - n_f
+    if flat > 0:
+        parts.append(f"{flat} accepted without a gain over it")
+    parts.append(f"{n_f} rejected")
+    text = f"{_plural(n_i, 'try')}: " + ", ".join(parts)
+    if n_gain > 0:  # mean over the accepted kernels that had a best before them
+        text += f"; accepted after a first kernel: typical x{math.exp(sum_gain / n_gain):.2f} over the previous best"
     return text
+
+
+def record_text(st: EdgeStats) -> str:
+    """A record in words for prompts: rounded (similarity-weighted) counts, gains over the previous best and
+    first kernels over eager apart; '' if none."""
+    if int(round(st.n)) <= 0:
+        return ""
+    return _counts_text(st.n, st.improved, st.failed, st.n_gain, st.sum_gain, st.n_base, st.sum_base)
 
 
 def bottleneck_fit(direction: Direction, bottleneck: str) -> float:
@@ -126,32 +153,34 @@ def _plural(n: int, word: str) -> str:
 
 def _class_record(v: np.ndarray, op_class: str, backend: str) -> str:
     """Plain counts of one direction's outcomes in this operator class and backend (all tasks, all paths)."""
-    n = int(round(float(v[_N])))
-    if n <= 0:
+    if int(round(float(v[_N]))) <= 0:
         return f"no record yet in {op_class} tasks on {backend}"
-    text = (f"in {op_class} tasks on {backend}: {_plural(n, 'try')}, {int(round(float(v[_IMPROVED])))} improved, "
-            f"{int(round(float(v[_FAILED])))} rejected")
-    if v[_NGAIN] > 0:
-        text += f", typical gain x{math.exp(float(v[_GAIN]) / float(v[_NGAIN])):.2f}"
-    return text
+    return f"in {op_class} tasks on {backend}: " + _counts_text(
+        float(v[_N]), float(v[_IMPROVED]), float(v[_FAILED]), float(v[_NGAIN]), float(v[_GAIN]),
+        float(v[_NBASE]), float(v[_BASE]))
 
 
 def _task_record(direction: str, task: TaskMemory | None) -> str:
-    """The direction's attempts in this task in words; the task's first best kernel is said to be that, not an
-    improvement (there was no best to improve on, and it may still be slower than eager)."""
+    """The direction's attempts in this task in words, each gain with what it is over: the task's first kernel
+    is a baseline (over eager: there was no best to improve on), later kernels are over the best before their
+    step."""
     attempts = task.attempts if task else ()
-    first = next((a for a in attempts if a.became_best), None)
     mine = [a for a in attempts if a.direction == direction]
     if not mine:
         return ""
     parts = []
     for a in mine[-3:]:
-        if a is first:
-            what = "gave the task's first best kernel"
-        elif first is not None and a.step == first.step and a.accepted:
-            what = "accepted, slower than that step's best"
+        eager = f", x{a.speedup:.2f} over eager" if a.speedup else ""
+        if a.baseline and a.became_best:
+            what = f"gave the task's first kernel{eager} (a baseline, not a gain)"
+        elif a.baseline:
+            what = f"accepted{eager}, slower than that step's first kernel"
+        elif a.improved:
+            what = "improved the previous best" + (f" (x{a.vs_best:.2f} over it)" if a.vs_best else "")
+        elif a.accepted:
+            what = "accepted, no gain over the previous best" + (f" (x{a.vs_best:.2f} of it)" if a.vs_best else "")
         else:
-            what = "improved the best" if a.improved else ("accepted, no gain" if a.accepted else "rejected")
+            what = "rejected"
         parts.append(f"step {a.step} {what}")
     return "in this task: " + ", ".join(parts)
 
@@ -184,7 +213,11 @@ def score_directions(
     if have:
         same_w, feat_w, rel_w = class_split(kt, cfg.min_similarity, features)
         p_same, p_feat, p_rel = (index.pooled(w) for w in (same_w, feat_w, rel_w))  # type: ignore[union-attr]
-        into_same, into_feat, into_rel = p_same.sum(axis=0), p_feat.sum(axis=0), p_rel.sum(axis=0)
+        # "any path" counts what a direction did after a task's first step: a first kernel is a baseline over
+        # eager (the START edge, read by the edge term at step 0), not an improvement of its direction
+        s0 = index.position(START)  # type: ignore[union-attr]
+        later = [i for i in range(p_same.shape[0]) if i != s0]
+        into_same, into_feat, into_rel = (p[later].sum(axis=0) for p in (p_same, p_feat, p_rel))
         exact = key_mask(op_class=key.op_class, backend=key.backend)
         into_class = index.pooled(exact.astype(float)).sum(axis=0)  # type: ignore[union-attr]
     pos = index.position if index is not None else (lambda _name: None)
@@ -250,6 +283,16 @@ def score_directions(
             reasons.append(f"all {counts[0]} fitting strategies are already in the current best or failed here: "  # type: ignore[index]
                            f"{-cfg.w_exhausted:+.2f}")
             summary.append("every strategy of it that fits is already in the current best or failed here")
+        fits = (bottleneck_fit(d, key.bottleneck) > 0 and d.affinity(key.status) >= MIN_STATUS_AFFINITY
+                and (strategy_counts is None or (counts is not None and counts[1] > 0)))
+        role = ""
+        if task is not None and task.attempts:
+            if task.gained(d.id):
+                role = "exploit"
+            elif task.measured(d.id):
+                role = "measured"
+            elif fits and not aside:
+                role = "explore"
         comps = {  # plain floats: the agent serializes them into its state and traces
             "prior": cfg.w_prior * prior,
             "state": cfg.w_state * fit,
@@ -262,6 +305,52 @@ def score_directions(
         }
         score = float(sum(comps.values()) + cfg.tie_jitter * rng.random())
         out.append(ScoredDirection(d.id, d.name, score, comps, "; ".join(reasons), evidence + n_d,
-                                   "; ".join(summary)))
+                                   "; ".join(summary), role))
+    _explore_untried(out, cfg)
     out.sort(key=lambda s: (-s.score, s.id))
     return out
+
+
+#: a direction "fits the state" for exploration when its status affinity is at least this (and it is aimed at
+#: the bottleneck, or indifferent to it, and has a strategy left that fits)
+MIN_STATUS_AFFINITY = 0.4
+
+
+def _explore_untried(ranked: list[ScoredDirection], cfg: PolicyConfig) -> None:
+    """The task's exploration bonus: a direction not yet measured in this task that fits the state ends above
+    every direction measured here without a gain over the previous best, by at least ``w_untried``. The bonus is
+    w_untried plus whatever it takes to pass the best such direction, so the memory's evidence still orders the
+    untried ones among themselves."""
+    stale = [d.score for d in ranked if d.role == "measured"]
+    top_stale = max(stale) if stale else None
+    for d in ranked:
+        if d.role != "explore":
+            continue
+        bonus = cfg.w_untried + (max(0.0, top_stale - d.score) if top_stale is not None else 0.0)
+        d.components["untried"] = bonus
+        d.score += bonus
+        d.reason += f"; untried in this task and fits the state: exploration {bonus:+.2f}"
+        d.summary += "; not tried in this task yet, and it fits the state"
+
+
+def split_portfolio(ranked: Sequence[ScoredDirection], k: int) -> tuple[list[str], str]:
+    """The step's K directions and how they were split. Exploit: directions whose latest attempt in this task
+    improved the previous best take ceil(K/2) slots (all K when nothing untried fits). Explore: untried
+    directions that fit the state take the rest, best ranked first. Slots left over go by rank (cycling when
+    there are fewer directions than K). Before anything is measured (step 0) all K go by rank."""
+    if k <= 0 or not ranked:
+        return [], ""
+    exploit = [d.id for d in ranked if d.role == "exploit"]
+    explore = [d.id for d in ranked if d.role == "explore"]
+    n_exploit = min(len(exploit), k if not explore else (k + 1) // 2)
+    slots = exploit[:n_exploit] + explore[:k - n_exploit]
+    n_explore = len(slots) - n_exploit
+    rest = [d.id for d in ranked if d.id not in slots]
+    while len(slots) < k:
+        pool = rest or [d.id for d in ranked]
+        slots.append(pool[(len(slots) - n_exploit - n_explore) % len(pool)])
+    by_rank = k - n_exploit - n_explore
+    if not exploit and not explore and not any(d.role for d in ranked):
+        return slots, f"{k} by rank (nothing measured in this task yet)"
+    return slots, (f"{n_exploit} exploit (last attempt here improved the previous best), {n_explore} explore "
+                   f"(untried here, fits the state)" + (f", {by_rank} by rank" if by_rank else ""))

@@ -7,7 +7,9 @@ score = w_similarity * cosine(state text, strategy) + w_outcome * value(strategy
 where value() is the policy's class-first shrunk mean reward, so unused strategies rank by similarity alone.
 
 Applicability is strict: a strategy is offered only when it is written for the state's operator class and backend
-and (when the reference's operator classes are known) for one of them. Only a generic class (fused, model, other)
+and (when the reference's operator classes are known) for one of them, and when the task's shapes and the best
+kernel's measured state are inside the bounds it states (warp-per-row is not offered for rows of 393,216
+floats). Only a generic class (fused, model, other)
 widens the search, to strategies written for the kinds of work the reference contains, never to learned cards of
 another class. Fewer than k strategies is a better answer than one that does not apply.
 """
@@ -82,6 +84,8 @@ def retrieve_strategies(
                 continue
         elif not s.fits(key.op_class, backend, state.features):
             continue
+        if s.applies(state):  # written for other shapes or another state of the best kernel
+            continue
         same, related = index.strategy_pooled(s.id, same_w), index.strategy_pooled(s.id, rel_w)
         outcome = tiered_value(_vec(same), _vec(related), policy, _vec(index.strategy_pooled(s.id, feat_w)))
         bonus = config.bottleneck_bonus if key.bottleneck in s.applicability.bottlenecks else 0.0
@@ -105,7 +109,7 @@ def retrieve_strategies(
 
 
 def _vec(a: Agg) -> np.ndarray:
-    return np.array([a.n, a.improved, a.failed, a.n_gain, a.sum_gain, a.sum_gain2, a.sum_reward], dtype=float)
+    return a.vector()
 
 
 def count_fitting(strategies: Mapping[str, Strategy], state: MemoryState, backend: str,
@@ -114,7 +118,7 @@ def count_fitting(strategies: Mapping[str, Strategy], state: MemoryState, backen
     from the strategy records alone (no vector store needed)."""
     out: dict[str, list[int]] = {}
     for s in strategies.values():
-        if s.fits(state.key.op_class, backend, state.features):
+        if s.fits(state.key.op_class, backend, state.features) and not s.applies(state):
             c = out.setdefault(s.direction, [0, 0])
             c[0] += 1
             c[1] += s.id not in (exclude or {})
@@ -130,6 +134,8 @@ def note_text(ev: Event) -> str:
             f"{k.status.replace('_', ' ')}, backend {k.backend}")
     if not ev.accepted:
         verdict = f"rejected ({ev.status_after.replace('_', ' ')}): {ev.failed_reason}".rstrip(": ")
+    elif ev.gain is not None and ev.speedup_before is None:
+        verdict = f"accepted as the task's first kernel, x{math.exp(ev.gain):.2f} over eager"
     elif ev.gain is not None:
         verdict = f"accepted, speedup x{math.exp(ev.gain):.2f} over the previous best"
     else:

@@ -94,12 +94,29 @@ class MemoryState:
     description: str = ""
     speedup: float | None = None
     features: frozenset[str] = frozenset()
+    #: the task's shape facts (SHAPE_FACTS) as sorted (name, value) pairs; empty: unknown (no shape filter)
+    shape_facts: tuple[tuple[str, int], ...] = ()
+    #: the best kernel's measured roofline fraction (None before a timed best)
+    roofline: float | None = None
 
     def __post_init__(self) -> None:
         if self.speedup is not None and not (self.speedup > 0 and math.isfinite(self.speedup)):
             raise ValueError(f"speedup must be a positive finite number, got {self.speedup!r}")
         for f in self.features:
             _check(f, OP_CLASSES, "feature (operator class)")
+        for name, _v in self.shape_facts:
+            if name not in SHAPE_FACTS:
+                raise ValueError(f"unknown shape fact {name!r}; expected one of {', '.join(SHAPE_FACTS)}")
+
+    @property
+    def shapes(self) -> dict[str, int]:
+        return dict(self.shape_facts)
+
+    @staticmethod
+    def facts_of(shapes: dict[str, int] | None) -> tuple[tuple[str, int], ...]:
+        """Shape facts from a plain dict (unknown names and non-positive values dropped), for ``shape_facts``."""
+        return tuple(sorted((k, int(v)) for k, v in (shapes or {}).items()
+                            if k in SHAPE_FACTS and isinstance(v, int | float) and v > 0))
 
     def text(self) -> str:
         return f"{self.key.describe()} {self.description}".strip()
@@ -143,6 +160,10 @@ class Attempt:
     step: int = 0
     became_best: bool = False  # the step's best candidate, which the later steps build on
     asked: str | None = None   # the direction this candidate was asked to take (it may have applied another)
+    #: accepted when the task had no best yet: it sets the baseline, it improves nothing (``improved`` is False)
+    baseline: bool = False
+    speedup: float | None = None   # over eager, when accepted
+    vs_best: float | None = None   # speedup over the best before its step (None for a baseline or a reject)
 
 
 @dataclass(frozen=True)
@@ -159,8 +180,19 @@ class TaskMemory:
         return frozenset(s for a in self.attempts if a.became_best for s in a.strategies)
 
     def failed_strategies(self, key: StateKey) -> frozenset[str]:
-        """Strategies of attempts that did not improve in this very state (another state may suit them)."""
-        return frozenset(s for a in self.attempts if not a.improved and a.key == key for s in a.strategies)
+        """Strategies of attempts that did not improve in this very state (another state may suit them); a
+        baseline did not fail anything."""
+        return frozenset(s for a in self.attempts if not a.improved and not a.baseline and a.key == key
+                         for s in a.strategies)
+
+    def measured(self, direction: str) -> bool:
+        """Whether a candidate of this task applied the direction and got a verdict."""
+        return any(a.direction == direction for a in self.attempts)
+
+    def gained(self, direction: str) -> bool:
+        """The direction's latest attempt in this task beat the best before its step (a baseline does not)."""
+        mine = [a for a in self.attempts if a.direction == direction]
+        return bool(mine) and mine[-1].improved
 
     def excluded_strategies(self, key: StateKey) -> dict[str, str]:
         """strategy id -> why it is not offered again."""
@@ -178,7 +210,7 @@ class TaskMemory:
 
     def failed_twice(self, direction: str) -> bool:
         """The direction's last two attempts in this task both failed to improve: it steps aside."""
-        mine = [a for a in self.attempts if a.direction == direction]
+        mine = [a for a in self.attempts if a.direction == direction and not a.baseline]
         return len(mine) >= 2 and not mine[-1].improved and not mine[-2].improved
 
 
@@ -196,7 +228,8 @@ def as_history(history: object) -> list[HistoryStep]:
 
 
 def gain_of(state_before: MemoryState, outcome: Outcome) -> float | None:
-    """Log speedup of the new candidate over the state's best (over eager when there is no best yet)."""
+    """Log speedup of the new candidate over the state's best; over eager when there is no best yet, which makes
+    the candidate a baseline (``is_baseline``): the statistics keep those apart and never call them gains."""
     if not outcome.accepted or outcome.speedup_vs_eager is None:
         return None
     return math.log(outcome.speedup_vs_eager / (state_before.speedup or 1.0))
@@ -216,8 +249,15 @@ def reward_of(accepted: bool, gain: float | None) -> float:
     return squash(gain)
 
 
-def improved_of(accepted: bool, gain: float | None) -> bool:
-    return accepted and (gain is None or gain > IMPROVE_EPS)
+def improved_of(accepted: bool, gain: float | None, baseline: bool = False) -> bool:
+    """Whether a candidate beat the best before its step. A baseline (a task's first accepted kernel: there was
+    no best before it) never counts as an improvement; its gain is over eager, kept apart (``n_base``)."""
+    return accepted and not baseline and (gain is None or gain > IMPROVE_EPS)
+
+
+def is_baseline(accepted: bool, speedup_before: float | None) -> bool:
+    """A task's first accepted kernel: nothing was accepted before it, so its gain is over eager PyTorch."""
+    return bool(accepted) and speedup_before is None
 
 
 # ---------------------------------------------------------------------------------------------- seed records
@@ -251,15 +291,70 @@ class Direction(BaseModel):
         return self.status_affinity.get(status, 0.5)  # type: ignore[call-overload]
 
 
+ShapeName = Literal["elements", "row", "reduce", "channels", "spatial"]
+#: what each shape fact of a task is (the analyze node measures them on the reference's largest input)
+SHAPE_FACTS: dict[str, str] = {
+    "elements": "elements in the largest input",
+    "row": "length of its last (contiguous) dimension",
+    "reduce": "elements reduced or normalized together (one row of a softmax, one group of a GroupNorm)",
+    "channels": "channels (dimension 1 of a 3-D or larger input)",
+    "spatial": "spatial size (the product of the dimensions after the channels)",
+}
+
+
 class Applicability(BaseModel):
+    """Where a strategy applies: operator classes, bottlenecks, backends, and optionally the task's shapes and
+    the best kernel's measured state (its roofline fraction). A bound left out (or null) is open; a fact the
+    task does not have (a 2-D input has no channels) never excludes."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     op_classes: list[OpClass | Literal["any"]]
     bottlenecks: list[Bottleneck]
     backends: list[Backend]
+    #: shape fact -> [min, max] (inclusive; null: open), e.g. {"reduce": [null, 8192]} for warp-per-row
+    shapes: dict[ShapeName, tuple[int | None, int | None]] = Field(default_factory=dict)
+    #: [min, max] roofline fraction of the task's best kernel (null: open); a task without a timed best passes
+    roofline: tuple[float | None, float | None] | None = None
 
     def op_set(self) -> set[str]:
         return set(OP_CLASSES) if "any" in self.op_classes else set(self.op_classes)
+
+    def why_not(self, shapes: dict[str, int], roofline: float | None) -> str:
+        """'' when the task's shapes and state are inside the bounds, else the first reason in words."""
+        for name, (lo, hi) in self.shapes.items():
+            v = shapes.get(name)
+            if v is None:
+                continue
+            if lo is not None and v < lo:
+                return f"written for {name} >= {lo:,}; this task has {v:,}"
+            if hi is not None and v > hi:
+                return f"written for {name} <= {hi:,}; this task has {v:,}"
+        if self.roofline is not None and roofline is not None:
+            lo_r, hi_r = self.roofline
+            if lo_r is not None and roofline < lo_r:
+                return f"written for kernels at >= {lo_r:.0%} of the roofline; the best is at {roofline:.0%}"
+            if hi_r is not None and roofline > hi_r:
+                return f"written for kernels at <= {hi_r:.0%} of the roofline; the best is at {roofline:.0%}"
+        return ""
+
+    def bounds_text(self) -> str:
+        """The shape and state bounds in words ('' when there are none)."""
+        parts = []
+        for name, (lo, hi) in self.shapes.items():
+            if lo is not None and hi is not None:
+                parts.append(f"{name} {lo:,}-{hi:,}")
+            elif lo is not None:
+                parts.append(f"{name} >= {lo:,}")
+            elif hi is not None:
+                parts.append(f"{name} <= {hi:,}")
+        if self.roofline is not None:
+            lo_r, hi_r = self.roofline
+            if lo_r is not None:
+                parts.append(f"best at >= {lo_r:.0%} of the roofline")
+            if hi_r is not None:
+                parts.append(f"best at <= {hi_r:.0%} of the roofline")
+        return ", ".join(parts)
 
 
 class Strategy(BaseModel):
@@ -298,8 +393,14 @@ class Strategy(BaseModel):
     def document(self) -> str:
         """The text embedded for retrieval."""
         a = self.applicability
+        bounds = a.bounds_text()
         return (f"{self.title}. {self.description} Applies to {', '.join(a.op_classes)} operators, "
-                f"{', '.join(a.bottlenecks)}-bound. Effect: {self.expected_effect}")
+                f"{', '.join(a.bottlenecks)}-bound" + (f", {bounds}" if bounds else "")
+                + f". Effect: {self.expected_effect}")
+
+    def applies(self, state: MemoryState) -> str:
+        """'' when the strategy fits the state's shapes and measured state (``Applicability.why_not``)."""
+        return self.applicability.why_not(state.shapes, state.roofline)
 
     def fits(self, op_class: str, backend: str, features: frozenset[str] = frozenset()) -> bool:
         """Applicability: written for this operator class and backend, and, when the reference's own operator
@@ -329,6 +430,15 @@ class EdgeStats:
     sum_gain: float = 0.0
     sum_gain2: float = 0.0
     sum_reward: float = 0.0
+    #: baselines (a task's first accepted kernel) and the sum of their log speedups over eager: counted in ``n``,
+    #: never in ``improved`` or the gains, which are over the previous best
+    n_base: int = 0
+    sum_base: float = 0.0
+
+    @property
+    def base_gain(self) -> float | None:
+        """Mean log speedup over eager of the baselines (None without one)."""
+        return self.sum_base / self.n_base if self.n_base else None
 
     @property
     def success_rate(self) -> float:
@@ -360,6 +470,9 @@ class ScoredDirection:
     reason: str = ""
     evidence: float = 0.0
     summary: str = ""
+    #: in this task: "exploit" (its latest attempt improved the previous best), "explore" (untried, fits the
+    #: state), "measured" (measured here without a gain), "" (nothing measured in the task yet, or unfit)
+    role: str = ""
 
 
 @dataclass

@@ -30,13 +30,16 @@ from .schema import (
     WORKING_STATUSES,
     EdgeStats,
     improved_of,
+    is_baseline,
     reward_of,
 )
 
 KeyT = tuple[str, str, str, str]
 KEYS: tuple[KeyT, ...] = tuple(itertools.product(OP_CLASSES, BOTTLENECKS, STATUSES, BACKENDS))
 KEY_INDEX: dict[KeyT, int] = {k: i for i, k in enumerate(KEYS)}
-FIELDS = ("n", "improved", "failed", "n_gain", "sum_gain", "sum_gain2", "sum_reward")
+#: n_gain/sum_gain are log gains over the best before the step; n_base/sum_base the log speedups over eager of
+#: baselines (a task's first accepted kernel), which are not improvements of anything and are kept apart
+FIELDS = ("n", "improved", "failed", "n_gain", "sum_gain", "sum_gain2", "sum_reward", "n_base", "sum_base")
 NF = len(FIELDS)
 
 # ---------------------------------------------------------------------------------------------- similarity
@@ -154,35 +157,45 @@ def class_split(key: KeyT, min_similarity: float = 0.0,
 
 def stats_of(v: np.ndarray) -> EdgeStats:
     """EdgeStats from a field vector (counts are effective counts when the vector is similarity-weighted)."""
-    n, imp, fail, ng, sg, sg2, sr = (float(x) for x in v)
+    n, imp, fail, ng, sg, sg2, sr, nb, sb = (float(x) for x in v)
     as_num = (lambda x: int(x) if float(x).is_integer() else x)  # noqa: E731 - keep integer counts integer
-    return EdgeStats(as_num(n), as_num(imp), as_num(fail), as_num(ng), sg, sg2, sr)
+    return EdgeStats(as_num(n), as_num(imp), as_num(fail), as_num(ng), sg, sg2, sr, as_num(nb), sb)
 
 
-def _row_fields(accepted: np.ndarray, gain: np.ndarray) -> np.ndarray:
-    """Vectorized twin of schema.reward_of / improved_of: one field vector per event, shape (n, NF)."""
+def _row_fields(accepted: np.ndarray, gain: np.ndarray, baseline: np.ndarray | None = None) -> np.ndarray:
+    """Vectorized twin of schema.reward_of / improved_of: one field vector per event, shape (n, NF).
+
+    A baseline's log speedup over eager goes to n_base/sum_base, not to the gains; its reward is that speedup
+    (the value of starting a task with this direction)."""
+    base = np.zeros_like(accepted, dtype=bool) if baseline is None else baseline & accepted
     has_gain = ~np.isnan(gain)
     g = np.where(has_gain, gain, 0.0)
-    improved = accepted & (~has_gain | (g > IMPROVE_EPS))
+    improved = accepted & ~base & (~has_gain | (g > IMPROVE_EPS))
     reward = np.where(~accepted, FAIL_REWARD, np.where(has_gain, REWARD_CLIP * np.tanh(g / REWARD_CLIP),
                                                        UNKNOWN_GAIN_REWARD))
-    return np.stack([np.ones_like(g), improved, ~accepted, has_gain, g, g * g, reward], axis=1).astype(float)
+    n_gain = has_gain & ~base
+    n_base = has_gain & base
+    return np.stack([np.ones_like(g), improved, ~accepted, n_gain, np.where(n_gain, g, 0.0),
+                     np.where(n_gain, g * g, 0.0), reward, n_base, np.where(n_base, g, 0.0)], axis=1).astype(float)
 
 
 class Agg:
     """Running sums for one sparse (strategy, state key) cell."""
 
-    __slots__ = ("n", "improved", "failed", "n_gain", "sum_gain", "sum_gain2", "sum_reward")
+    __slots__ = ("n", "improved", "failed", "n_gain", "sum_gain", "sum_gain2", "sum_reward", "n_base", "sum_base")
 
     def __init__(self) -> None:
-        self.n = self.improved = self.failed = self.n_gain = 0
-        self.sum_gain = self.sum_gain2 = self.sum_reward = 0.0
+        self.n = self.improved = self.failed = self.n_gain = self.n_base = 0
+        self.sum_gain = self.sum_gain2 = self.sum_reward = self.sum_base = 0.0
 
-    def add(self, accepted: bool, gain: float | None) -> None:
+    def add(self, accepted: bool, gain: float | None, baseline: bool = False) -> None:
         self.n += 1
-        self.improved += improved_of(accepted, gain)
+        self.improved += improved_of(accepted, gain, baseline)
         self.failed += not accepted
-        if gain is not None:
+        if gain is not None and baseline and accepted:
+            self.n_base += 1
+            self.sum_base += gain
+        elif gain is not None:
             self.n_gain += 1
             self.sum_gain += gain
             self.sum_gain2 += gain * gain
@@ -197,10 +210,16 @@ class Agg:
         self.sum_gain += other.sum_gain * weight
         self.sum_gain2 += other.sum_gain2 * weight
         self.sum_reward += other.sum_reward * weight
+        self.n_base += other.n_base * weight  # type: ignore[assignment]
+        self.sum_base += other.sum_base * weight
 
     def freeze(self) -> EdgeStats:
         return EdgeStats(self.n, self.improved, self.failed, self.n_gain, self.sum_gain, self.sum_gain2,
-                         self.sum_reward)
+                         self.sum_reward, self.n_base, self.sum_base)
+
+    def vector(self) -> np.ndarray:
+        """The sums as a field vector (FIELDS order), for the policy's estimates."""
+        return np.array([getattr(self, f) for f in FIELDS], dtype=float)
 
 
 # ---------------------------------------------------------------------------------------------- the index
@@ -233,22 +252,24 @@ class TransitionIndex:
         return i
 
     def fold(self, rows: Sequence[tuple]) -> None:
-        """Add events given as (op, bottleneck, status, backend, prev, direction, accepted, gain, why, ...)."""
+        """Add events given as (op, bottleneck, status, backend, prev, direction, accepted, gain, why,
+        speedup_before, ...); without speedup_before (a shorter row) no event counts as a baseline."""
         if not rows:
             return
         src = np.array([self.node(r[4]) for r in rows])
         dst = np.array([self.node(r[5]) for r in rows])
         key = np.array([KEY_INDEX[(r[0], r[1], r[2], r[3])] for r in rows])
         vals = _row_fields(np.array([bool(r[6]) for r in rows]),
-                           np.array([np.nan if r[7] is None else r[7] for r in rows], dtype=float))
+                           np.array([np.nan if r[7] is None else r[7] for r in rows], dtype=float),
+                           np.array([len(r) > 10 and is_baseline(bool(r[6]), r[9]) for r in rows], dtype=bool))
         np.add.at(self._edge, (src[:, None], dst[:, None], np.arange(NF)[None, :], key[:, None]), vals)
         for r in rows:
             if r[8] and not r[6]:
                 self.failures.setdefault((r[4], r[5]), deque(maxlen=3)).append(r[8])
         self.n_events += len(rows)
 
-    def add_strategy(self, sid: str, key: KeyT, accepted: bool, gain: float | None) -> None:
-        self.strategies.setdefault(sid, {}).setdefault(KEY_INDEX[key], Agg()).add(accepted, gain)
+    def add_strategy(self, sid: str, key: KeyT, accepted: bool, gain: float | None, baseline: bool = False) -> None:
+        self.strategies.setdefault(sid, {}).setdefault(KEY_INDEX[key], Agg()).add(accepted, gain, baseline)
 
     # -- reading -----------------------------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ from .schema import (
     Outcome,
     StateKey,
     gain_of,
+    is_baseline,
 )
 from .stats import TransitionIndex
 
@@ -355,17 +356,18 @@ class TransitionStore:
                     self._index, self._seen_id, self._generation = TransitionIndex(), 0, gen
                 rows = c.execute(
                     "SELECT op_class, bottleneck, status, backend, prev_direction, direction, accepted, gain, "
-                    "failed_reason, id FROM events WHERE id > ? ORDER BY id", (self._seen_id,)).fetchall()
+                    "failed_reason, speedup_before, id FROM events WHERE id > ? ORDER BY id",
+                    (self._seen_id,)).fetchall()
                 srows = c.execute(
                     "SELECT s.event_id, s.strategy_id, e.op_class, e.bottleneck, e.status, e.backend, e.accepted, "
-                    "e.gain FROM event_strategies s JOIN events e ON e.id = s.event_id WHERE s.event_id > ?",
-                    (self._seen_id,)).fetchall()
+                    "e.gain, e.speedup_before FROM event_strategies s JOIN events e ON e.id = s.event_id "
+                    "WHERE s.event_id > ?", (self._seen_id,)).fetchall()
             finally:
                 c.execute("COMMIT")
             idx = self._index
             idx.fold(rows)
-            for _eid, sid, op, bn, st, be, acc, gain in srows:
-                idx.add_strategy(sid, (op, bn, st, be), bool(acc), gain)
+            for _eid, sid, op, bn, st, be, acc, gain, before in srows:
+                idx.add_strategy(sid, (op, bn, st, be), bool(acc), gain, is_baseline(bool(acc), before))
             if rows:
                 self._seen_id = rows[-1][-1]
             return idx

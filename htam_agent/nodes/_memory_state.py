@@ -19,6 +19,8 @@ def memory_state(state: AgentState, ctx: RunContext):  # -> htam_agent.memory.sc
         description=a.get("description", ""),
         speedup=speed if speed and speed > 0 else None,
         features=frozenset(f for f in a.get("features") or () if f in OP_CLASSES),
+        shape_facts=MemoryState.facts_of(a.get("shapes")),
+        roofline=best.get("roofline_fraction") if best else None,
     )
 
 
@@ -31,7 +33,8 @@ def state_key_list(state: AgentState) -> list[str]:
 def task_memory(state: AgentState, ctx: RunContext):  # -> htam_agent.memory.schema.TaskMemory
     """What this task did so far, one Attempt per candidate (its last repair) of every finished step: the
     direction and strategies it applied (declared, else assigned), the direction it was asked to take, whether it
-    beat the best before its step, whether it became the best, and the state key the step started from."""
+    beat the best before its step (a candidate of a step with no best before it is a baseline instead), whether
+    it became the best, its speedups, and the state key the step started from."""
     from htam_agent.memory.schema import Attempt, StateKey, TaskMemory
 
     keys = {h.get("step"): h.get("state_key") for h in state.get("history", [])}
@@ -48,13 +51,17 @@ def task_memory(state: AgentState, ctx: RunContext):  # -> htam_agent.memory.sch
         for c in last:
             v = c.get("verdict") or {}
             speed = v.get("speedup_vs_eager")
-            improved = bool(v.get("accepted")) and (best is None or (speed is not None and speed > best))
+            ok = bool(v.get("accepted"))
+            baseline = ok and best is None  # no best before this step: it sets one, it improves nothing
+            improved = ok and best is not None and speed is not None and speed > best
             direction = c.get("direction") or steps.get(step)
             if not direction:
                 continue
             attempts.append(Attempt(direction=direction, strategies=tuple(c.get("strategy_ids") or ()),
-                                    improved=improved, accepted=bool(v.get("accepted")), key=key, step=step,
-                                    became_best=new_best and c is top, asked=c.get("assigned_direction")))
+                                    improved=improved, accepted=ok, key=key, step=step,
+                                    became_best=new_best and c is top, asked=c.get("assigned_direction"),
+                                    baseline=baseline, speedup=speed if ok and speed else None,
+                                    vs_best=speed / best if ok and speed and best else None))
         if new_best:
             best = top_speed if top_speed is not None else best
     return TaskMemory(tuple(attempts))

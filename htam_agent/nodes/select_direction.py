@@ -3,9 +3,12 @@
 The policy is the memory's (priors, state fit, transitions attended over the history, exploration, and the task's
 no-repeat rules), with the context's switches: `direction_policy` random or first for baselines,
 `use_transitions=False` for the ablation, `memory_mode` flat (no hierarchy: the direction follows the best
-retrieved strategy) or none. With K candidates per step the K candidates take the top K distinct directions, so a
-step explores K hypotheses instead of K variations of one. The ranked directions and their evidence go to the
-coder as advice (`advice`), the direction of the first slot is the step's headline `id`.
+retrieved strategy) or none. With K candidates per step the K candidates take K distinct directions, so a step
+explores K hypotheses instead of K variations of one, split by `memory.policy.split_portfolio`: ceil(K/2) slots
+exploit directions whose latest attempt in this task improved the previous best, the rest explore directions
+the task has not measured that fit the state (all K by rank at step 0; the split is in the step's reason). The
+ranked directions and their evidence go to the coder as advice (`advice`), the direction of the first slot is
+the step's headline `id`.
 """
 
 from __future__ import annotations
@@ -67,8 +70,10 @@ def select_direction(state: AgentState, runtime: Runtime[RunContext]) -> dict[st
             reason, chosen_by = "fixed round-robin order (baseline policy)", "first"
             advice = []
         else:
-            slots = portfolio(ids, k)
-            reason, chosen_by = by_id[slots[0]].reason, "policy"
+            from htam_agent.memory.policy import split_portfolio
+
+            slots, split = split_portfolio(ranked, k)
+            reason, chosen_by = f"portfolio of {k}: {split}. {by_id[slots[0]].reason}", "policy"
         top = by_id[slots[0]]
         choice = {"id": top.id, "reason": reason, "score": round(top.score, 4), "alternatives": alts,
                   "chosen_by": chosen_by, "portfolio": [{"id": d, "strategies": []} for d in slots],

@@ -216,3 +216,21 @@ def test_vectorized_fold_agrees_with_the_scalar_definitions(tmp_path):
     assert cell.improved == sum(improved_of(o.accepted, g) for o, g in zip(outcomes, gains, strict=True))
     assert cell.sum_reward == pytest.approx(sum(reward_of(o.accepted, g) for o, g in zip(outcomes, gains, strict=True)))
     assert cell.failed == 1 and cell.n_gain == 6
+
+
+def test_a_first_kernel_is_a_baseline_not_a_gain(tmp_path):
+    """A task's first accepted kernel (no best before it) is counted, its speedup over eager kept apart
+    (n_base/sum_base), never an improvement; the same in the vectorized fold and the strategy cells."""
+    from htam_agent.memory.schema import MemoryState, Outcome, StateKey
+
+    store = TransitionStore(tmp_path / "t.sqlite3")
+    first = MemoryState(StateKey("normalization", "memory", "none", "cuda"))
+    for x in (1.6, 0.5):
+        store.append(Event.from_step(first, "parallel_mapping", ["pm_warp_per_row"], Outcome(True, "correct_slow", x)))
+    store.append(Event.from_step(first, "parallel_mapping", ["pm_warp_per_row"], Outcome(False, "incorrect")))
+    idx = store.index()
+    cell = idx.cell("start", "parallel_mapping", first.key.as_tuple())
+    assert (cell.n, cell.improved, cell.failed, cell.n_gain, cell.n_base) == (3, 0, 1, 0, 2)
+    assert cell.mean_gain is None and math.isclose(cell.base_gain, (math.log(1.6) + math.log(0.5)) / 2)
+    strat = idx.strategy_total("pm_warp_per_row")
+    assert (strat.n, strat.improved, strat.n_gain, strat.n_base) == (3, 0, 0, 2)
