@@ -1,7 +1,8 @@
 """`htam ui`: the chat beside the live run, a Gradio page on 127.0.0.1 (Gradio is what KernelAgent ships, and
 it is one optional extra: `pip install "htam-agent[ui]"`).
 
-The run side polls the run folder twice a second and re-renders only what changed, so a verdict shows within
+The run side polls the run folder four times a second and re-renders only what changed (the table
+at once, the plots apart), so a verdict shows within
 a second of the checker writing it, whoever started the run (the chat, the page's own form, another process).
 Decisions at a pause are buttons that answer the graph's interrupt; closing the tab or stopping the server
 loses nothing: the run is checkpointed and Resume (or the chat's resume) continues it.
@@ -18,7 +19,7 @@ from htam_agent.chat.runview import RunView, list_runs
 
 from .panels import STEP_HEADERS, best_panel, htg_figure, speedup_figure, status_text, step_rows
 
-POLL_S = 0.5
+POLL_S = 0.25
 CSS = "#best-code, #best-diff {max-height: 320px; overflow: auto}"
 
 
@@ -116,28 +117,37 @@ def build(session: ChatSession) -> Any:
     import gradio as gr
 
     page = Page(session)
-    last: dict[str, Any] = {"fp": None}
+    last: dict[str, Any] = {"fast": None, "slow": None}
 
-    def refresh() -> Any:
+    def refresh_fast() -> Any:
+        """Status, step table and buttons: cheap, so a verdict reaches the table without waiting on plots."""
         view = page.current_view()
         fp = page.fingerprint(view)
-        n_out = 11
-        if fp == last["fp"]:
-            return tuple(gr.skip() for _ in range(n_out))
-        last["fp"] = fp
+        if fp == last["fast"]:
+            return tuple(gr.skip() for _ in range(6))
+        last["fast"] = fp
         if view is None:
             empty = ("no run yet: paste a task on the right, or ask in the chat. " + page.note).strip()
-            return (empty, [], None, None, "", "", "", *(gr.update(interactive=False) for _ in range(3)),
-                    gr.update(interactive=False))
+            return (empty, [], *(gr.update(interactive=False) for _ in range(4)))
         active = page.manager.active == view.run_id
         paused = view.pause is not None and not active
-        verdict, code, diff = best_panel(view)
         choices = (view.pause or {}).get("directions") or page.directions
         resumable = view.state(active).startswith("stopped")
-        return (status_text(view, active, page.note), step_rows(view), speedup_figure(view),
-                htg_figure(view, page.directions), verdict, code, diff,
+        return (status_text(view, active, page.note), step_rows(view),
                 gr.update(interactive=paused), gr.update(interactive=paused, choices=choices),
                 gr.update(interactive=paused), gr.update(interactive=resumable))
+
+    def refresh_slow() -> Any:
+        """The plots and the best kernel: drawn again only when a verdict or a direction changed."""
+        view = page.current_view()
+        fp = None if view is None else (view.run_id, len(view.attempts), tuple(s.direction for s in view.steps))
+        if fp == last["slow"]:
+            return tuple(gr.skip() for _ in range(5))
+        last["slow"] = fp
+        if view is None:
+            return (None, None, "", "", "")
+        verdict, code, diff = best_panel(view)
+        return (speedup_figure(view), htg_figure(view, page.directions), verdict, code, diff)
 
     with gr.Blocks(title="htam: kernel optimization") as demo:
         gr.Markdown("## htam: chat-driven kernel optimization")
@@ -178,7 +188,8 @@ def build(session: ChatSession) -> Any:
                 code = gr.Code(language="python", label="best kernel", elem_id="best-code", interactive=False)
                 diff = gr.Code(label="diff to the previous best", elem_id="best-diff", interactive=False)
 
-        outputs = [status, table, plot, htg, best, code, diff, accept, direction, take, resume]
+        fast = [status, table, accept, direction, take, resume]
+        slow = [plot, htg, best, code, diff]
         send.click(page.respond, [msg, chatbot], [chatbot, msg])
         msg.submit(page.respond, [msg, chatbot], [chatbot, msg])
         start.click(page.start, [task, backend, steps, interactive], None)
@@ -186,8 +197,11 @@ def build(session: ChatSession) -> Any:
         take.click(lambda d: page.decide("direction", direction=d), [direction], None)
         give.click(lambda c: page.decide("code", code=c), [own], None)
         resume.click(page.resume, None, None)
-        gr.Timer(POLL_S).tick(refresh, None, outputs)
-        demo.load(refresh, None, outputs)
+        timer = gr.Timer(POLL_S)
+        timer.tick(refresh_fast, None, fast, show_progress="hidden")
+        timer.tick(refresh_slow, None, slow, show_progress="hidden")
+        demo.load(refresh_fast, None, fast)
+        demo.load(refresh_slow, None, slow)
     return demo
 
 

@@ -1,0 +1,84 @@
+"""The chat without a model, what a pasted task lacks, langgraph.json's chat graph, and the lazy imports."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from htam_agent.chat.agent import NO_MODEL, ChatSession
+from htam_agent.chat.explain import check_task_source, task_problems
+from htam_agent.chat.runs import RunManager
+from htam_agent.context import RunContext
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _session() -> ChatSession:
+    return ChatSession(RunManager(RunContext.from_env(backend="cpp", coder="exemplar")))
+
+
+def _say(s: ChatSession, text: str) -> list:
+    return list(s.send(text))
+
+
+def test_without_a_model_it_says_so_and_offers_what_works(chat_env: Path) -> None:
+    s = _session()
+    assert s.greeting().startswith(NO_MODEL) and "/optimize" in s.greeting() and "/explain" in s.greeting()
+    (ev,) = _say(s, "make my softmax faster")
+    assert ev.kind == "reply" and ev.text.startswith("No chat model is configured") and "/memory" in ev.text
+    (runs,) = _say(s, "/runs")
+    assert runs.kind == "reply" and json.loads(runs.text) == []
+    (err,) = _say(s, "/explain")
+    assert err.kind == "error" and "no run yet" in err.text
+    (bad,) = _say(s, "/optimize no/such/task.py")
+    assert bad.kind == "error" and "no such task file" in bad.text
+
+
+def test_memory_for_a_class_without_a_model(chat_env: Path) -> None:
+    (ev,) = _say(_session(), "/memory directions op_class=normalization")
+    out = json.loads(ev.text)
+    priors = [d["prior"] for d in out["directions"]]
+    assert out["op_class"] == "normalization" and len(priors) == 8 and priors == sorted(priors, reverse=True)
+    assert out["recorded_transitions"] == 0  # a fresh memory: nothing taken yet
+    (bad,) = _say(_session(), "/memory directions op_class=layernorms")
+    assert bad.kind == "error" and "normalization" in bad.text  # names the classes there are
+
+
+def test_pasted_code_that_is_not_a_task_names_every_missing_piece() -> None:
+    problems = task_problems("import torch\nclass Model(torch.nn.Module):\n    pass\n")
+    assert len(problems) == 3
+    assert "forward" in problems[0] and "get_inputs()" in problems[1] and "get_init_inputs()" in problems[2]
+    assert task_problems("def f(:\n")[0].startswith("line 1: syntax error")
+    good = (ROOT / "htam_agent" / "tasks" / "suite" / "norm_rmsnorm.py").read_text()
+    assert check_task_source(good) is None
+    # loads, but its get_inputs fails: the loader's own message comes through
+    broken = good.replace("return [torch.randn(BATCH, DIM)]", "return [undefined_name]")
+    msg = check_task_source(broken)
+    assert msg is not None and "get_inputs" in msg and "undefined_name" in msg
+
+
+def test_langgraph_json_serves_the_chat_agent_beside_the_htam_graph(monkeypatch) -> None:
+    graphs = json.loads((ROOT / "langgraph.json").read_text())["graphs"]
+    assert set(graphs) == {"htam", "htam_chat"}
+    path, attr = graphs["htam_chat"].split(":")
+    spec = importlib.util.spec_from_file_location("langgraph_htam_chat", ROOT / path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # as langgraph dev loads it: by file path
+    monkeypatch.delenv("HTAM_MODEL", raising=False)
+    reply = getattr(module, attr)().invoke({"messages": [("user", "hi")]})["messages"][-1].content
+    assert "HTAM_MODEL" in reply and "/optimize" in reply
+    monkeypatch.setenv("HTAM_MODEL", "some-model")
+    monkeypatch.setenv("HTAM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    agent = getattr(module, attr)()
+    assert {"model", "tools"} <= set(agent.get_graph().nodes) and "messages" in agent.get_input_jsonschema()["properties"]
+
+
+def test_import_htam_agent_loads_no_chat_or_ui() -> None:
+    code = ("import sys, htam_agent, htam_agent.cli; print([m for m in sys.modules if m.split('.')[0] in "
+            "('langchain', 'gradio', 'langgraph') or m.startswith(('htam_agent.chat', 'htam_agent.ui'))])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert json.loads(out.stdout.strip().replace("'", '"')) == []
