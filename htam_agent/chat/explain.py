@@ -93,7 +93,7 @@ def explain(verdict: dict[str, Any] | None, label: str = "the candidate") -> str
             parts.append(f"it reaches {100 * frac:.0f}% of the roofline"
                          + (" (little left to gain)" if frac >= 0.7 else " (a faster kernel may exist)"))
         if r.flag_names:
-            parts.append("warnings: " + ", ".join(r.flag_names))
+            parts.append("warnings: " + ", ".join(dict.fromkeys(r.flag_names)))
         return "; ".join(parts) + "."
     lines = [f"{label} was not accepted ({r.status.replace('_', ' ')})."]
     if r.reason:
@@ -106,7 +106,7 @@ def explain(verdict: dict[str, Any] | None, label: str = "the candidate") -> str
                                                                   else "")
                      + (f": {t['detail']}" if t.get("detail") else "") + ".")
     if r.flag_names:
-        lines.append("Anti-cheat flags: " + ", ".join(r.flag_names) + ".")
+        lines.append("Anti-cheat flags: " + ", ".join(dict.fromkeys(r.flag_names)) + ".")
     if r.failed_to_compile and r.status == "runtime_error":
         lines.append("What to change: it failed to compile at its first call; " + _NEXT["compile_error"] + ".")
     else:

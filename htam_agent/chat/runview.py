@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -189,6 +190,15 @@ class RunView:
             return "starting"
         ev = self.events[-1]
         kind, step = ev.get("event"), ev.get("step")
+        since = ""
+        if self.result is None and isinstance(ev.get("ts"), (int, float)):
+            since = f" ({max(0, time.time() - ev['ts']):.0f} s so far)"  # a long step shows it is alive
+        if kind in ("generate", "generated"):
+            return self._activity(kind, step, ev) + since
+        return self._activity(kind, step, ev)
+
+    @staticmethod
+    def _activity(kind: Any, step: Any, ev: dict[str, Any]) -> str:
         if kind == "generate":
             return f"step {step}: writing candidate {ev.get('variant')} (repair {ev.get('repair')})"
         if kind == "generated":

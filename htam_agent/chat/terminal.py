@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from .agent import ChatEvent, ChatSession
 
@@ -24,7 +25,7 @@ def event_line(ev: dict[str, Any]) -> str | None:
     if kind == "analyze":
         return f"step {step}: {ev.get('op_class')} operator, {ev.get('bottleneck')}-bound"
     if kind == "direction":
-        return f"step {step}: direction [bold]{ev.get('direction')}[/bold] ({str(ev.get('reason', ''))[:90]})"
+        return f"step {step}: direction [bold]{ev.get('direction')}[/bold] ({escape(str(ev.get('reason', ''))[:90])})"
     if kind == "strategies":
         return f"step {step}: strategies {', '.join(ev.get('strategies') or []) or '-'}"
     if kind == "verdict":
@@ -32,7 +33,7 @@ def event_line(ev: dict[str, Any]) -> str | None:
         status = str(ev.get("status"))
         return (f"step {step}: candidate {ev.get('variant')} (repair {ev.get('repair')}) "
                 f"[{STYLE.get(status, 'yellow')}]{status}[/]" + (f" {s:.2f}x over eager" if s else "")
-                + ("" if status == "accepted" else f": {str(ev.get('reason', ''))[:120]}"))
+                + ("" if status == "accepted" else f": {escape(str(ev.get('reason', ''))[:120])}"))
     if kind == "step_done":
         best = ev.get("best_speedup")
         return f"step {step} done" + (f": best {best:.2f}x over eager" if best else "")
@@ -40,7 +41,7 @@ def event_line(ev: dict[str, Any]) -> str | None:
         return (f"step {step}: [yellow]paused for you[/yellow]: planned direction {ev.get('direction')}; "
                 "accept, pick another direction, give code or stop")
     if kind == "done":
-        return f"[bold]{ev.get('headline')}[/bold]"
+        return f"[bold]{escape(str(ev.get('headline')))}[/bold]"
     return None
 
 
@@ -101,7 +102,7 @@ class TerminalChat:
                 elif ev.kind == "reply":
                     c.print(ev.text, markup=False, highlight=False)
                 elif ev.kind == "error":
-                    c.print(f"[red]error:[/red] {ev.text}", highlight=False)
+                    c.print(f"[red]error:[/red] {escape(ev.text)}", highlight=False)
         finally:
             if status is not None:
                 status.stop()
@@ -128,10 +129,10 @@ class TerminalChat:
         return line
 
     def loop(self, messages: list[str] | None = None) -> None:
-        self.console.print(self.session.greeting(), highlight=False)
+        self.console.print(self.session.greeting(), markup=False, highlight=False)
         if messages:
             for m in messages:
-                self.console.print(f"[bold]you>[/bold] {m}", highlight=False)
+                self.console.print(f"[bold]you>[/bold] {escape(m)}", highlight=False)
                 self.render(self.session.send(m))
             return
         while True:

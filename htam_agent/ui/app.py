@@ -11,6 +11,7 @@ loses nothing: the run is checkpointed and Resume (or the chat's resume) continu
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from htam_agent.chat.agent import ChatSession
@@ -51,8 +52,9 @@ class Page:
     def fingerprint(self, view: RunView | None) -> tuple[Any, ...]:
         if view is None:
             return (None, self.note)
-        return (view.run_id, len(view.events), len(view.attempts), view.result is not None,
-                self.manager.active == view.run_id, self.note, str(self.manager.last_outcome)[:200])
+        active = self.manager.active == view.run_id
+        return (view.run_id, len(view.events), len(view.attempts), view.result is not None, active, self.note,
+                str(self.manager.last_outcome)[:200], int(time.time() // 5) if active else 0)
 
     # -- actions ---------------------------------------------------------------------------------------
     def start(self, task: str, backend: str, steps: float, interactive: bool) -> str:

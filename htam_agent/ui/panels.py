@@ -12,7 +12,7 @@ from typing import Any
 from htam_agent.chat.explain import explain
 from htam_agent.chat.runview import RunView
 
-STEP_HEADERS = ["step", "direction", "chosen by", "strategies", "verdicts", "speedup vs eager", "vs compile"]
+STEP_HEADERS = ["step", "direction", "verdicts", "speedup vs eager", "vs compile", "chosen by", "strategies"]
 
 
 def _x(value: float | None) -> str:
@@ -20,9 +20,9 @@ def _x(value: float | None) -> str:
 
 
 def step_rows(view: RunView) -> list[list[str]]:
-    return [[str(s.step), s.direction or "-", s.chosen_by or "policy", ", ".join(s.strategies) or "-",
-             "; ".join(s.verdicts) or ("running" if not s.done else "-"), _x(s.speedup_vs_eager),
-             _x(s.speedup_vs_compile)] for s in view.steps]
+    return [[str(s.step), s.direction or "-", "; ".join(s.verdicts) or ("running" if not s.done else "-"),
+             _x(s.speedup_vs_eager), _x(s.speedup_vs_compile), s.chosen_by or "policy",
+             ", ".join(s.strategies) or "-"] for s in view.steps]
 
 
 def speedup_figure(view: RunView) -> Any:
@@ -48,6 +48,7 @@ def speedup_figure(view: RunView) -> Any:
         ax.text(0.5, 0.5, "no accepted kernel yet", ha="center", va="center", transform=ax.transAxes)
     ax.axhline(1.0, color="grey", lw=0.8)
     ax.set_xlabel("step")
+    ax.set_xticks(sorted({s.step for s in view.steps}) or [0])
     ax.set_ylabel("speedup")
     ax.set_title(f"{view.task_name}: speedup by step", fontsize=10)
     fig.tight_layout()

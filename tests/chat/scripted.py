@@ -25,10 +25,10 @@ def call(name: str, **args: Any) -> dict[str, Any]:
 
 def run_context(steps: int = 2) -> RunContext:
     """cpp backend, offline exemplar coder for the kernels, eager baseline only (torch.compile on a CPU
-    compiles for a minute), every step run (no early stop near the roofline), the test's folders from the
-    environment."""
+    compiles for a minute), every step run (no early stop near the roofline), no repairs (each is one more
+    build), the test's folders from the environment."""
     return RunContext.from_env(backend="cpp", steps=steps, baselines=("eager",), coder="exemplar",
-                               roofline_stop=10.0)
+                               roofline_stop=10.0, max_repairs=0)
 
 
 def session(url: str, steps: int = 2) -> ChatSession:
