@@ -14,18 +14,14 @@ Fast-form rewrite of tests/cheats/kernelbench/honest/l2_12_gemm_multiply_leakyre
 launched through the fast CUDA launcher.
 """
 
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
 # ---- fast CUDA launcher (copy unchanged): nvcc builds the kernels without torch headers in seconds, and a
 # launch costs a few microseconds. _fast_kernel(SOURCE, "name") returns kernel(grid=, block=, args=[...],
 # shared_mem=0); each argument is packed by the type the kernel declares: T* (a CUDA tensor), int, unsigned,
 # long long, int64_t, size_t, float, double, bool. Launches go to torch's current CUDA stream.
-import hashlib as _hashlib
-import re as _re
-
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-from torch.utils.cpp_extension import load_inline
-
 _FAST_GLUE = r"""
 #include <Python.h>
 #include <cuda_runtime_api.h>
@@ -164,8 +160,6 @@ PyMODINIT_FUNC FAST_CAT(PyInit_, TORCH_EXTENSION_NAME)(void) {
 }
 """
 
-_FAST_KERNEL_RE = _re.compile(
-    r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)')
 _FAST_TYPES = {
     "int": "i", "signed": "i", "signed int": "i", "unsigned": "i", "unsigned int": "i", "int32_t": "i",
     "uint32_t": "i", "bool": "i", "long long": "l", "long long int": "l", "unsigned long long": "l",
@@ -176,9 +170,11 @@ _FAST_MODULES = {}
 
 
 def _fast_param(kernel, param):
+    import re
+
     if "*" in param:
         return "p"
-    words = [w for w in _re.findall(r"\w+", param) if w not in ("const", "volatile", "__restrict__")]
+    words = [w for w in re.findall(r"\w+", param) if w not in ("const", "volatile", "__restrict__")]
     ctype = " ".join(words[:-1])
     if ctype not in _FAST_TYPES:
         raise TypeError(f"kernel {kernel}: parameter {param.strip()!r} has a type the launcher cannot pack; "
@@ -189,14 +185,20 @@ def _fast_param(kernel, param):
 def _fast_kernel(source, name):
     module = _FAST_MODULES.get(source)
     if module is None:
+        import hashlib
+        import re
+
+        from torch.utils.cpp_extension import load_inline
+
         rows = []
-        for m in _FAST_KERNEL_RE.finditer(_re.sub(r"//[^\n]*|/\*.*?\*/", "", source, flags=_re.S)):
+        pattern = r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)'
+        for m in re.finditer(pattern, re.sub(r"//[^\n]*|/\*.*?\*/", "", source, flags=re.S)):
             params = [p for p in m.group(2).split(",") if p.strip() and p.strip() != "void"]
             rows.append(f'{{"{m.group(1)}", (const void*){m.group(1)}, '
                         f'"{"".join(_fast_param(m.group(1), p) for p in params)}"}},')
         table = ('\nstruct FastKernel { const char* name; const void* fn; const char* params; };\n'
                  'extern "C" const FastKernel FAST_KERNELS[] = {\n' + "\n".join(rows) + "\n{0, 0, 0}};\n")
-        tag = _hashlib.sha256(source.encode()).hexdigest()[:16]
+        tag = hashlib.sha256(source.encode()).hexdigest()[:16]
         module = load_inline(name=f"fast_{tag}", cpp_sources=_FAST_GLUE, cuda_sources=source + table,
                              no_implicit_headers=True, extra_cuda_cflags=["-O3"])
         _FAST_MODULES[source] = module
