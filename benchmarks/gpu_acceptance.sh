@@ -116,7 +116,8 @@ pairs = []
 for i, (threads, cap) in enumerate([(t, c) for t in (128, 256, 512, 1024) for c in (1024, 4096, 8192, 16384)]):
     text = src.replace("blocks = min((n + 1023) // 1024, 8192)", f"blocks = min((n + {threads * 4 - 1}) // {threads * 4}, {cap})")
     text = text.replace("block=(256, 1, 1)", f"block=({threads}, 1, 1)")
-    text = text.replace('extern "C" __global__', f'// variant {i}: {threads} threads, at most {cap} blocks\nextern "C" __global__', 1)
+    anchor = 'extern "C" __global__ void relu_kernel('
+    text = text.replace(anchor, f"// variant {i}: {threads} threads, at most {cap} blocks\n{anchor}", 1)
     assert text != src
     path = out / f"relu_fast_v{i:02d}.py"
     path.write_text(text)
@@ -132,7 +133,7 @@ part_fastloop() {
     --out "$OUT/$PART/cuda_loop.json"
   local relu=$KB/level1/19_ReLU.py fast=benchmarks/kernelbench_candidates/honest/l1_19_relu.py
   local cold=$WORK/cold_relu_fast.py
-  sed 's|extern "C" __global__|// cold single '"$(date +%s)"'\nextern "C" __global__|' "$fast" > "$cold"
+  sed 's|^extern "C" __global__ void relu_kernel(|// cold single '"$(date +%s)"'\n&|' "$fast" > "$cold"
   step single_cold 150 "$PY" -m htam_agent.evaluation eval "$relu" "$cold" --backend cuda --size small --no-store --json
   step single_built 150 "$PY" -m htam_agent.evaluation eval "$relu" "$cold" --backend cuda --size small --no-store --json
   step single_built_again 150 "$PY" -m htam_agent.evaluation eval "$relu" "$cold" --backend cuda --size small --no-store --json
