@@ -19,6 +19,7 @@ NEAR_ROOFLINE = 0.7
 
 # NVRTC and Triton compile at the first launch, so the evaluator reports their compiler errors as errors of
 # the first call; for the memory and the prompts they are compile errors all the same.
+SLOW_BUILD_S = 20.0  # a CUDA build this long is told the fast form (a fast-form build takes ~3 s)
 _JIT_COMPILE_ERRORS = ("Kernel compilation failed", "CompilationError", "nvrtc: error", "NVRTC_ERROR")
 
 
@@ -126,7 +127,20 @@ class Readout:
         if names := self.flag_names:
             parts.append("flags: " + ", ".join(names))
         text = "; ".join(parts)
-        return text + (f". Evaluator: {self.reason}" if self.reason else "")
+        text += f". Evaluator: {self.reason}" if self.reason else ""
+        return text + (f" {self.build_hint}" if self.build_hint else "")
+
+    @property
+    def build_hint(self) -> str:
+        """For a CUDA build that took long, what builds fast (issue 21); empty otherwise."""
+        secs = _num(self.v.get("build_seconds"))
+        if secs is None:
+            secs = _num(self.v.get("compile_seconds"))
+        if self.v.get("backend") != "cuda" or secs is None or secs < SLOW_BUILD_S:
+            return ""
+        return (f"Build: {secs:.0f} s (torch headers in a load_inline cuda_sources are parsed three times). The "
+                'fast form builds in about 3 s: extern "C" __global__ kernels without torch headers, launched '
+                "through the fast CUDA launcher of the format section.")
 
     def outcome(self) -> str:
         """One line for a list of earlier attempts: the speedup when accepted, else the status and the reason."""
@@ -144,7 +158,7 @@ class Readout:
 
     def feedback(self) -> str:
         """What a repair prompt is told: status, reason, and the tail of the compiler's output."""
-        parts = [f"status: {self.v.get('status')}", self.reason]
+        parts = [f"status: {self.v.get('status')}", self.reason, self.build_hint]
         msg = self.v.get("compiler_message") or ""
         if msg:
             parts.append("compiler output (tail):\n" + msg[-3000:])

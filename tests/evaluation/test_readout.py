@@ -58,3 +58,15 @@ def test_missing_or_malformed_verdicts_read_safely():
     r = Readout(odd)
     assert r.speedup_vs_eager is None and r.roofline_fraction is None and r.median_ms() is None
     assert r.flag_names == ["legacy"] and r.memory_status == "correct_slow"
+
+
+def test_a_slow_cuda_build_is_told_the_fast_form():
+    slow = {"status": "incorrect", "reason": "wrong values", "backend": "cuda", "build_seconds": 27.4,
+            "compile_seconds": 28.0}
+    for text in (Readout(slow).feedback(), Readout(slow).brief()):
+        assert "Build: 27 s" in text and "fast CUDA launcher" in text
+    fast = dict(slow, build_seconds=2.9)
+    assert Readout(fast).build_hint == "" and "fast CUDA launcher" not in Readout(fast).feedback()
+    cached = dict(slow, build_seconds=0.0)           # a build-cache hit cost nothing: no hint
+    assert Readout(cached).build_hint == ""
+    assert Readout(dict(slow, backend="cpp")).build_hint == ""
