@@ -129,14 +129,13 @@ EOF
 
 part_fastloop() {
   step env 60 env_report
-  step cuda_loop 240 "$PY" benchmarks/cuda_loop.py --repeats 3 --usual-repeats 2 --build-root "$WORK/cuda_loop" \
+  step cuda_loop 240 "$PY" benchmarks/cuda_loop.py --repeats 3 --usual-repeats ${USUAL_REPEATS:-1} --build-root "$WORK/cuda_loop" \
     --out "$OUT/$PART/cuda_loop.json"
   local relu=$KB/level1/19_ReLU.py fast=benchmarks/kernelbench_candidates/honest/l1_19_relu.py
   local cold=$WORK/cold_relu_fast.py
   sed 's|^extern "C" __global__ void relu_kernel(|// cold single '"$(date +%s)"'\n&|' "$fast" > "$cold"
   step single_cold 150 "$PY" -m htam_agent.evaluation eval "$relu" "$cold" --backend cuda --size small --no-store --json
   step single_built 150 "$PY" -m htam_agent.evaluation eval "$relu" "$cold" --backend cuda --size small --no-store --json
-  step single_built_again 150 "$PY" -m htam_agent.evaluation eval "$relu" "$cold" --backend cuda --size small --no-store --json
   make_sixteen > "$OUT/$PART/sixteen_made.log" 2>&1
   step sixteen_batch 300 "$PY" -m htam_agent.evaluation batch --pairs "$WORK/sixteen/pairs.json" --backend cuda \
     --size small --store "$STORE" --out "$OUT/$PART/sixteen_verdicts.jsonl"
@@ -144,10 +143,17 @@ part_fastloop() {
 
 part_kernelbench() {
   [ -d "$KB/level1" ] || { log "no KernelBench files at $KB: run 'gpu_acceptance.sh prepare CHECKOUT' here and carry .kb"; return 0; }
+  # the fast-form rewrites, then the cheats (their own folder, so they run even if the usual honest set is cut),
+  # then the usual-form honest set (the regression set)
   step kb_fast_small "${LIMIT_KB_FAST:-420}" "$PY" benchmarks/kernelbench_checks.py "$KB" --out "$OUT/$PART/fast_small" \
     --size small --candidates-dir benchmarks/kernelbench_candidates
+  mkdir -p "$WORK/kb_cheats" "$WORK/kb_usual"
+  ln -sfn "$ROOT/tests/cheats/kernelbench/cheats" "$WORK/kb_cheats/cheats"
+  ln -sfn "$ROOT/tests/cheats/kernelbench/honest" "$WORK/kb_usual/honest"
+  step kb_cheats_small "${LIMIT_KB_CHEATS:-360}" "$PY" benchmarks/kernelbench_checks.py "$KB" --out "$OUT/$PART/cheats_small" \
+    --size small --candidates-dir "$WORK/kb_cheats"
   step kb_usual_small "${LIMIT_KB_USUAL:-600}" "$PY" benchmarks/kernelbench_checks.py "$KB" --out "$OUT/$PART/usual_small" \
-    --size small
+    --size small --candidates-dir "$WORK/kb_usual"
 }
 
 part_kernelbench_default() {
