@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAX_MESSAGE = 64 << 20  # bytes of JSON in one message; more is a protocol violation
+MAX_REPLY = 4 << 20  # what the checker accepts from the sandbox: tensors travel as fds, not in the JSON
+MAX_DEPTH = 64  # nesting of a decoded message; deeper is a violation (json's recursion is not our limit)
 MAX_FDS = 64
 _HEADER = struct.Struct("!I")
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool",
@@ -62,8 +64,9 @@ def _json_default(obj: Any) -> Any:
     return str(obj)
 
 
-def recv(sock: socket.socket) -> Message:
-    """One message; EOFError when the other side is gone."""
+def recv(sock: socket.socket, limit: int = MAX_MESSAGE) -> Message:
+    """One message; EOFError when the other side is gone, ProtocolError for anything malformed: oversized,
+    not JSON, nested deeper than MAX_DEPTH, not an object."""
     head, fds, _flags, _addr = socket.recv_fds(sock, _HEADER.size, MAX_FDS)
     if not head:
         _close_all(fds)
@@ -74,9 +77,9 @@ def recv(sock: socket.socket) -> Message:
             raise EOFError("connection closed inside a message header")
         head += more
     (n,) = _HEADER.unpack(head)
-    if n > MAX_MESSAGE:
+    if n > limit:
         _close_all(fds)
-        raise ProtocolError(f"announced message of {n} bytes exceeds {MAX_MESSAGE}")
+        raise ProtocolError(f"announced message of {n} bytes exceeds {limit}")
     chunks, got = [], 0
     while got < n:
         chunk = sock.recv(min(n - got, 1 << 20))
@@ -85,15 +88,35 @@ def recv(sock: socket.socket) -> Message:
             raise EOFError("connection closed inside a message")
         chunks.append(chunk)
         got += len(chunk)
+    data = b"".join(chunks)
     try:
-        body = json.loads(b"".join(chunks))
-    except ValueError as exc:
+        if _nesting(data) > MAX_DEPTH:
+            raise ProtocolError(f"message nested deeper than {MAX_DEPTH} levels")
+        body = json.loads(data)
+    except (ValueError, RecursionError, ProtocolError) as exc:
         _close_all(fds)
-        raise ProtocolError(f"malformed JSON message: {exc}") from exc
+        raise ProtocolError(f"malformed message: {str(exc)[:200]}") from exc
     if not isinstance(body, dict):
         _close_all(fds)
         raise ProtocolError("a message must be a JSON object")
     return Message(body, list(fds))
+
+
+def _nesting(data: bytes) -> int:
+    """Upper bound of the JSON nesting depth, from brackets outside strings, before json.loads recurses.
+
+    Brackets inside strings are skipped by removing string literals first (escaped quotes included), so a
+    long string of brackets is not mistaken for depth."""
+    if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
+        return 0
+    import re
+
+    bare = re.sub(rb'"(?:[^"\\]|\\.)*"', b'""', data)
+    depth = deepest = 0
+    for ch in bare.translate(None, delete=bytes(c for c in range(256) if c not in b"[]{}")):
+        depth += 1 if ch in b"[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _close_all(fds: list[int]) -> None:
