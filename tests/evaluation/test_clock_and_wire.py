@@ -1,0 +1,97 @@
+"""The checker's clock of record and the wire's limits, on data (no processes): what a forged in-process
+clock can still gain, what no honest process can report, and what the decoder refuses."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from htam_agent.evaluation import judge, protocol
+from htam_agent.evaluation.verdict import new_verdict
+
+
+def _stats(median: float) -> dict:
+    return {"median_ms": median, "spread_pct": 1.0}
+
+
+@pytest.mark.parametrize("device, slack", [("cpu", 0.10), ("cuda", 0.05)])
+def test_a_forged_clock_gains_at_most_the_slack(device, slack):
+    cal = [1.0] * 25  # the no-op request: flush, hand-over, round trip
+    walls = [4.0] * 30  # the checker sees 3 ms of call in each request
+    for claimed in (2.9, 2.0, 0.3):  # the candidate's process says less and less
+        out = judge.WallClock(cal, walls, [claimed] * 30).settle(_stats(claimed), device)
+        assert out["in_process_median_ms"] == claimed
+        assert out["median_ms"] == pytest.approx(max(claimed, (1 - slack) * 3.0))
+        assert out["median_ms"] >= (1 - slack) * 3.0 - 1e-9  # the gain is bounded, however large the lie
+        assert out["clock"] == ("checker" if claimed < (1 - slack) * 3.0 else "in_process")
+
+
+def test_an_honest_clock_is_the_figure_of_record():
+    cal = [1.0, 1.1, 0.9, 1.05, 0.95] * 5
+    walls = [3.0 + 0.01 * (i % 3) for i in range(30)]
+    out = judge.WallClock(cal, walls, [2.0] * 30).settle(_stats(2.0), "cpu")
+    assert out["clock"] == "in_process" and out["median_ms"] == 2.0
+    assert out["checker_ms"] == pytest.approx(2.01, abs=0.02)
+
+
+def test_noise_in_the_calibration_loosens_the_bound_instead_of_penalising():
+    noisy = [0.5, 1.5] * 13  # IQR 1 ms: the checker cannot confirm to better than that
+    out = judge.WallClock(noisy, [3.0] * 30, [1.2] * 30).settle(_stats(1.2), "cpu")
+    assert out["median_ms"] == pytest.approx(max(1.2, 0.9 * (2.0 - 1.0)))
+
+
+def test_a_reported_call_longer_than_the_checkers_request_is_impossible():
+    v = new_verdict("t", "cpp")
+    judge.WallClock([0.1] * 25, [0.15] * 30, [0.74] * 30).judge(v, "cpu")
+    names = {f["name"] for f in v["flags"]}
+    assert "clock_below_reported" in names
+    assert all(f["rejects"] for f in v["flags"] if f["name"] == "clock_below_reported")
+    honest = new_verdict("t", "cpp")
+    judge.WallClock([0.1] * 25, [0.8] * 30, [0.74] * 30).judge(honest, "cpu")
+    assert "clock_below_reported" not in {f["name"] for f in honest["flags"]}
+
+
+def _pair():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    a.settimeout(5)
+    b.settimeout(5)
+    return a, b
+
+
+def _raw(sock, data: bytes) -> None:
+    sock.sendall(protocol._HEADER.pack(len(data)) + data)
+
+
+def test_a_deeply_nested_reply_is_a_protocol_error_not_a_recursion_error():
+    a, b = _pair()
+    with a, b:
+        _raw(a, b'{"x":' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+        with pytest.raises(protocol.ProtocolError, match="nested deeper"):
+            protocol.recv(b)
+
+
+def test_brackets_inside_strings_are_not_depth():
+    a, b = _pair()
+    with a, b:
+        body = {"ok": True, "text": "[" * 5000 + "{" * 5000, "nested": [[[1]]]}
+        protocol.send(a, body)
+        assert protocol.recv(b).body == body
+
+
+def test_a_reply_over_the_limit_is_refused_before_it_is_read():
+    a, b = _pair()
+    with a, b:
+        a.sendall(protocol._HEADER.pack(protocol.MAX_REPLY + 1))
+        with pytest.raises(protocol.ProtocolError, match="exceeds"):
+            protocol.recv(b, limit=protocol.MAX_REPLY)
+
+
+def test_not_json_and_not_an_object_are_protocol_errors():
+    for data in (b"\xff\xfe not json", json.dumps([1, 2]).encode()):
+        a, b = _pair()
+        with a, b:
+            _raw(a, data)
+            with pytest.raises(protocol.ProtocolError):
+                protocol.recv(b)
