@@ -19,6 +19,7 @@ class Analysis(TypedDict, total=False):
     description: str       # one paragraph for prompts and embeddings
     ops: list[str]         # the reference's operators, from its FX graph
     features: list[str]    # the operator classes the reference contains (strategy applicability)
+    shapes: dict[str, int]  # the task's shape facts (memory.schema.SHAPE_FACTS: row, reduce, channels, ...)
 
 
 class DirectionChoice(TypedDict, total=False):

@@ -138,6 +138,39 @@ def _direction_section(request: CodeRequest) -> str:
     return text
 
 
+def headroom_text(verdict: dict[str, Any] | None) -> str:
+    """Near the roofline, what is left: the least traffic (or work) the operator needs against what the best
+    kernel's time would move at the measured ceiling. From the verdict's roofline facts through `Readout`:
+    the floor is the minimum bytes (inputs read, outputs written once) at the measured bandwidth, so
+    floor_ms x bandwidth is that minimum and the best's median x bandwidth is what its time could move. ''
+    below NEAR_ROOFLINE or without the facts."""
+    from htam_agent.evaluation.readout import NEAR_ROOFLINE, Readout
+
+    read = Readout(verdict)
+    frac, facts = read.roofline_fraction, read.facts() or {}
+    floor, best, bound = facts.get("floor_ms"), facts.get("candidate_ms"), facts.get("bound")
+    if frac is None or frac < NEAR_ROOFLINE or not floor or not best or bound not in ("memory", "compute"):
+        return ""
+    if bound == "memory" and facts.get("bandwidth_GBps"):
+        bw = facts["bandwidth_GBps"]
+        least, moved = floor * bw / 1e3, best * bw / 1e3  # GB
+        return (f"What is left at {frac:.0%} of the memory roofline: the least traffic this operator needs is "
+                f"{least:.3g} GB (each input read and each output written once), {floor:.3g} ms at the measured "
+                f"{bw:.0f} GB/s; the best kernel takes {best:.3g} ms, the time to move {moved:.3g} GB at that "
+                f"bandwidth. The {moved - least:.2g} GB-equivalent left ({1 - floor / best:.0%} of its time) is "
+                "traffic beyond the minimum (a second pass over the input, data re-read from DRAM, "
+                "temporaries) or time not spent moving bytes (launch gaps, a tail wave, too few loads in "
+                "flight). Choose what removes that, not a new mapping for its own sake.")
+    if bound == "compute" and facts.get("fp32_tflops"):
+        tf = facts["fp32_tflops"]
+        least = floor * tf  # GFLOP (ms x TFLOP/s)
+        return (f"What is left at {frac:.0%} of the compute roofline: the least work is {least:.3g} GFLOP, "
+                f"{floor:.3g} ms at the measured {tf:.1f} TFLOP/s (FP32); the best kernel takes {best:.3g} ms, "
+                f"so {1 - floor / best:.0%} of its time is beyond that: instruction overhead, stalls on memory, "
+                "or work the floor does not count.")
+    return ""
+
+
 def _advice_section(request: CodeRequest) -> str:
     """The memory's ranked directions as advice with their evidence, the one suggested for this candidate first.
 
@@ -162,6 +195,10 @@ def _advice_section(request: CodeRequest) -> str:
         mark = " (suggested)" if a.id == request.direction else ""
         lines.append(f"{i}. **{names[a.id]}** (`{a.id}`){mark}: {a.evidence.strip() or 'no evidence recorded'}")
     lines.append("")
+    left = headroom_text(request.best_verdict)
+    if left:
+        lines.append(left)
+        lines.append("")
     lines.append("This is advice, not an order: if the timing and roofline of the current best point to another "
                  "bottleneck, follow them, and say in your declaration what you applied.")
     return "\n".join(lines)
@@ -332,5 +369,5 @@ def template_names() -> list[str]:
 __all__ = [
     "BACKEND_EXPECTED", "BACKEND_TITLES", "PromptError", "RenderedPrompt", "is_repair",
     "load_template", "placeholders", "render", "render_ask_again", "render_request", "request_values",
-    "strategy_block", "summarize_verdict", "template_names",
+    "headroom_text", "strategy_block", "summarize_verdict", "template_names",
 ]

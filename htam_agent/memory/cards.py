@@ -2,8 +2,8 @@
 
 A card is distilled without any LLM call: the plan paragraph of the reply that wrote the kernel, the key excerpt of
 its code (the kernels themselves, not the Python glue), the state it was written in and the gain it measured. It
-is written for exactly one operator class and one backend, so it is retrieved for later tasks of that class and
-backend and for no other. Its id is a hash of task, direction and kernel excerpt: the same kernel learned twice
+is written for exactly one operator class and one backend, and for shapes near the task's (SHAPE_SPAN), so it is
+retrieved for later tasks of that class, backend and size range and for no other. Its id is a hash of task, direction and kernel excerpt: the same kernel learned twice
 (a resumed run, a second seed) is one card.
 """
 
@@ -114,7 +114,8 @@ def make_card(state: MemoryState, direction: str, direction_name: str, *, code: 
         title=f"{direction_name} that worked on {where} (x{gain:.2f})",
         description=f"Learned from an accepted {key.backend} kernel for a {key.op_class} operator "
                     f"({key.bottleneck}-bound, {key.status.replace('_', ' ')}): {plan}{basis}",
-        applicability={"op_classes": [key.op_class], "bottlenecks": [key.bottleneck], "backends": [key.backend]},
+        applicability={"op_classes": [key.op_class], "bottlenecks": [key.bottleneck], "backends": [key.backend],
+                       "shapes": shape_bounds(state.shapes)},
         risks="Measured on one task and its shapes only: check tails, strides and sizes it did not see.",
         expected_effect=f"x{gain:.2f} over the best before it ({before:.2f}x -> {speedup_after:.2f}x over eager) "
                         f"on {where}",
@@ -126,6 +127,16 @@ def make_card(state: MemoryState, direction: str, direction_name: str, *, code: 
                   "speedup_before": state.speedup, "speedup_after": speedup_after,
                   "log_gain": round(math.log(gain), 4)},
     )
+
+
+#: a learned card applies to shapes within this factor of the task it was learned on (each fact on its own)
+SHAPE_SPAN = 8
+
+
+def shape_bounds(shapes: dict[str, int], span: int = SHAPE_SPAN) -> dict[str, tuple[int, int]]:
+    """The shape bounds of a card learned on a task of these shapes: each fact within ``span`` either way (a
+    kernel tuned for rows of 4,096 says little about rows of 393,216)."""
+    return {k: (max(1, v // span), v * span) for k, v in sorted(shapes.items())}
 
 
 def worth_a_card(state: MemoryState, speedup_after: float | None, margin: float = LEARN_MARGIN) -> bool:

@@ -1,8 +1,10 @@
 """Analyze the state: what kind of operator this is, how the search stands, and what limits the best kernel.
 
-The operator class comes from the reference's FX graph (built on the meta device, so nothing is allocated);
-the status from the latest verdicts; the bottleneck from the best verdict's roofline fraction and bound, or,
-before any candidate is timed, from the operator class.
+The operator class comes from the reference's FX graph (built on the meta device, so nothing is allocated), and
+so do the shape facts the memory's strategies are written for (row length, reduction size, channels, spatial
+size, at the size the evaluator times); the status from the latest verdicts; the bottleneck from the best
+verdict's roofline fraction and bound (read through `Readout`), or, before any candidate is timed, from the
+operator class.
 """
 
 from __future__ import annotations
@@ -75,6 +77,95 @@ def reference_ops(task_source: str, task_path: str) -> list[str]:
     return ops
 
 
+_NORM_MODULES = {"layernorm", "groupnorm", "batchnorm1d", "batchnorm2d", "batchnorm3d", "instancenorm1d",
+                 "instancenorm2d", "instancenorm3d", "rmsnorm"}
+
+
+def _reduce_size(gm: Any, shape: tuple[int, ...]) -> int | None:
+    """Elements reduced or normalized together by the reference's first reduction or normalization (from the
+    FX graph with shapes propagated on the meta device); None when there is none or it cannot tell."""
+    import math
+
+    wanted = {op for cls, names in _CLASS_OPS if cls in ("normalization", "reduction") for op in names}
+    for node in gm.graph.nodes:
+        name = (type(gm.get_submodule(node.target)).__name__.lower() if node.op == "call_module"
+                else _op_name(node.target) if node.op in ("call_function", "call_method") else "")
+        if name not in wanted and name not in _NORM_MODULES:
+            continue
+        src = node.args[0] if node.args else None
+        meta = getattr(src, "meta", {}).get("tensor_meta") if src is not None else None
+        in_shape = tuple(meta.shape) if meta is not None else shape
+        if node.op == "call_module":
+            mod = gm.get_submodule(node.target)
+            spatial = math.prod(in_shape[2:]) if len(in_shape) > 2 else 1
+            if name == "layernorm" or name == "rmsnorm":
+                return math.prod(getattr(mod, "normalized_shape", in_shape[-1:]))
+            if name == "groupnorm":
+                return in_shape[1] // max(1, mod.num_groups) * spatial
+            if name.startswith("batchnorm"):
+                return in_shape[0] * spatial
+            return spatial  # instance norm
+        dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else None)
+        if isinstance(dim, int):
+            return in_shape[dim]
+        if isinstance(dim, tuple | list) and all(isinstance(d, int) for d in dim):
+            return math.prod(in_shape[d] for d in dim)
+        out = getattr(node, "meta", {}).get("tensor_meta")
+        if out is not None and math.prod(out.shape) < math.prod(in_shape):
+            return math.prod(in_shape) // max(1, math.prod(out.shape))
+        return in_shape[-1] if in_shape else None
+    return None
+
+
+def shape_facts(task_source: str, task_path: str, size: str = "default") -> dict[str, int]:
+    """The task's shapes the memory's strategies are written for (memory.schema.SHAPE_FACTS), measured on the
+    reference's largest input at the size the evaluator times, on the meta device (nothing is allocated).
+    Empty when the task cannot be built that way."""
+    import math
+
+    import torch
+
+    from htam_agent.evaluation.tasks import load_task_source
+    from htam_agent.threadsafe import FX_LOCK
+
+    try:
+        task = load_task_source(task_source, task_path, size=size, check_inputs=False)
+        with torch.device("meta"):
+            model = task.model_cls(*task.get_init_inputs())
+            inputs = task.get_inputs()
+    except Exception:  # noqa: BLE001 - a task that needs real data to build: no shape facts
+        return {}
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor) and x.dim() > 0]
+    if not tensors:
+        return {}
+    x = max(tensors, key=lambda t: t.numel())
+    shape = tuple(int(d) for d in x.shape)
+    facts = {"elements": math.prod(shape), "row": shape[-1]}
+    if len(shape) >= 3:
+        facts["channels"] = shape[1]
+        facts["spatial"] = math.prod(shape[2:])
+    try:
+        from torch.fx.passes.shape_prop import ShapeProp
+
+        with FX_LOCK:
+            gm = torch.fx.symbolic_trace(model)
+        with torch.device("meta"):
+            ShapeProp(gm).propagate(*inputs)
+        reduce = _reduce_size(gm, shape)
+    except Exception:  # noqa: BLE001 - data-dependent control flow: the shapes of the input only
+        reduce = None
+    if reduce:
+        facts["reduce"] = int(reduce)
+    return {k: v for k, v in facts.items() if v > 0}
+
+
+def shapes_text(facts: dict[str, int]) -> str:
+    """The shape facts in words for the state's description (and so for retrieval's embedding)."""
+    names = {"elements": "elements", "row": "row length", "reduce": "reduction size", "channels": "channels",
+             "spatial": "spatial size"}
+    return ", ".join(f"{names[k]} {v:,}" for k, v in facts.items() if k in names)
+
+
 def classify(ops: list[str]) -> str:
     """One operator class (memory.schema.OP_CLASSES) for the reference's op list."""
     found = [cls for op in ops for cls, names in _CLASS_OPS if op in names]
@@ -127,11 +218,10 @@ def status_of(state: AgentState) -> str:
 
 def bottleneck_of(op_class: str, best: dict[str, Any] | None) -> tuple[str, str]:
     """(bottleneck, why): from the roofline when a timed verdict exists, else from the operator class."""
-    verdict = (best or {}).get("verdict") or {}
-    roof = verdict.get("roofline") or {}
-    cand_ms = ((verdict.get("timing") or {}).get("candidate") or {}).get("median_ms")
-    if roof.get("fraction") is not None and cand_ms:
-        frac, bound = roof["fraction"], roof.get("bound", "memory")
+    read = Readout((best or {}).get("verdict"))
+    frac, cand_ms = read.roofline_fraction, read.median_ms("candidate")
+    if frac is not None and cand_ms:
+        bound = (read.facts() or {}).get("bound") or "memory"
         if cand_ms < 0.02:
             return "latency", f"{cand_ms * 1000:.1f} us per call: launch and host overhead dominate"
         if frac < 0.1:
@@ -145,6 +235,20 @@ def bottleneck_of(op_class: str, best: dict[str, Any] | None) -> tuple[str, str]
     return "unknown", "no timing yet"
 
 
+def _timed_size(state: AgentState, ctx: RunContext) -> str:
+    """The size the evaluator times this task at: the run's, else the backend's default when the task has it."""
+    if ctx.size:
+        return ctx.size
+    from htam_agent.backends import spec
+    from htam_agent.evaluation.tasks import has_size
+
+    want = spec(ctx.backend).default_size
+    try:
+        return want if want != "default" and has_size(state["task_source"], want, state["task_path"]) else "default"
+    except Exception:  # noqa: BLE001 - no derived size: the file's own
+        return "default"
+
+
 def analyze(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     prev = state.get("analysis") or {}
@@ -152,6 +256,10 @@ def analyze(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         ops = prev["ops"]
     else:
         ops = reference_ops(state["task_source"], state["task_path"])
+    if prev.get("shapes") is not None:
+        shapes = prev["shapes"]
+    else:
+        shapes = shape_facts(state["task_source"], state["task_path"], _timed_size(state, ctx))
     op_class = prev.get("op_class") or classify(ops)
     status = status_of(state)
     bottleneck, why = bottleneck_of(op_class, state.get("best"))
@@ -159,9 +267,10 @@ def analyze(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     speed = f"best so far {best['speedup_vs_eager']:.2f}x over eager" if best and best.get(
         "speedup_vs_eager") else "no accepted kernel yet"
     shown = ", ".join(dict.fromkeys(o for o in ops if o not in ("getattr", "getitem", "size")))[:200]
-    desc = f"Reference ops: {shown}. {why}; {speed}."
+    sizes = f" Shapes: {shapes_text(shapes)}." if shapes else ""
+    desc = f"Reference ops: {shown}.{sizes} {why}; {speed}."
     analysis: Analysis = {"op_class": op_class, "bottleneck": bottleneck, "status": status, "description": desc,
-                          "ops": ops, "features": features_of(ops)}
+                          "ops": ops, "features": features_of(ops), "shapes": shapes}
     get_stream_writer()({"event": "analyze", "step": state.get("step", 0), "op_class": op_class,
                          "bottleneck": bottleneck, "status": status, "backend": ctx.backend})
     return {"analysis": analysis}
