@@ -57,7 +57,7 @@ class Page:
                 str(self.manager.last_outcome)[:200], int(time.time() // 5) if active else 0)
 
     # -- actions ---------------------------------------------------------------------------------------
-    def start(self, task: str, backend: str, steps: float, interactive: bool) -> str:
+    def start(self, task: str, backend: str, steps: float, interactive: bool) -> None:
         m = self.manager
         try:
             path = m.task_file(task or "")
@@ -66,9 +66,9 @@ class Page:
             self.note = f"started a run of {path.name}"
         except ChatInputError as exc:
             self.note = f"**Cannot start:** {exc}"
-        return self.note
+        return None  # the page shows the note on its next refresh
 
-    def decide(self, action: str, direction: str | None = None, code: str | None = None) -> str:
+    def decide(self, action: str, direction: str | None = None, code: str | None = None) -> None:
         m = self.manager
         try:
             view = self.current_view()
@@ -82,9 +82,9 @@ class Page:
             self.note = f"answered step {view.pause.get('step')}: {action}" + (f" {direction}" if direction else "")
         except ChatInputError as exc:
             self.note = f"**Cannot do that:** {exc}"
-        return self.note
+        return None  # the page shows the note on its next refresh
 
-    def resume(self) -> str:
+    def resume(self) -> None:
         m = self.manager
         try:
             view = self.current_view()
@@ -94,7 +94,7 @@ class Page:
             self.note = f"resuming {view.run_id}"
         except ChatInputError as exc:
             self.note = f"**Cannot resume:** {exc}"
-        return self.note
+        return None  # the page shows the note on its next refresh
 
     # -- the chat --------------------------------------------------------------------------------------
     def respond(self, message: str, history: list[dict[str, Any]]) -> Any:
@@ -182,7 +182,8 @@ def build(session: ChatSession) -> Any:
                     own = gr.Code(language="python", label="ModelNew", elem_id="own-code")
                     give = gr.Button("Use my code", elem_id="btn-code")
                 table = gr.Dataframe(headers=STEP_HEADERS, label="steps", elem_id="steps-table", wrap=True,
-                                     interactive=False)
+                                     interactive=False,
+                                     column_widths=["6%", "16%", "32%", "10%", "10%", "10%", "16%"])
                 with gr.Row():
                     plot = gr.Plot(label="speedup by step", elem_id="speedup-plot")
                     htg = gr.Plot(label="HTG path", elem_id="htg-plot")

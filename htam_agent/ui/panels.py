@@ -104,7 +104,7 @@ def best_panel(view: RunView) -> tuple[str, str, str]:
 def status_text(view: RunView, active: bool, note: str = "") -> str:
     state = view.state(active)
     line = f"**run {view.run_id}** ({view.task_name}, {view.context.get('backend')}): {state}. {view.last_activity()}"
-    if view.pause is not None:
+    if view.pause is not None and not active:  # the buttons are live only once the run's call has returned
         line += (f"\n\n**Waiting for your decision** at step {view.pause.get('step')}: planned direction "
                  f"`{view.pause.get('direction')}`: accept, pick another direction, give your code, or stop.")
     elif state.startswith("stopped"):

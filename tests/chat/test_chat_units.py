@@ -82,3 +82,17 @@ def test_import_htam_agent_loads_no_chat_or_ui() -> None:
             "('langchain', 'gradio', 'langgraph') or m.startswith(('htam_agent.chat', 'htam_agent.ui'))])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert json.loads(out.stdout.strip().replace("'", '"')) == []
+
+
+def test_evaluate_a_candidate_and_explain_its_verdict_without_a_model(chat_env: Path) -> None:
+    cand = chat_env / "mine.py"
+    cand.write_text("import torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def __init__(self, dim, eps=1e-6):\n"
+                    "        super().__init__()\n\n    def forward(self, x):\n        return x * 0\n")
+    s = _session()
+    task = ROOT / "htam_agent" / "tasks" / "suite" / "norm_rmsnorm.py"
+    (ev,) = _say(s, f"/eval {task} {cand}")
+    out = json.loads(ev.text)
+    assert out["accepted"] is False and "invalid_candidate" in out["verdict"] and "load_inline" in out["verdict"]
+    (why,) = _say(s, f"/explain {out['eval_id']}")
+    assert why.text.startswith(f"evaluation {out['eval_id']} was not accepted (invalid candidate)")
+    assert "What to change" in why.text and "load_inline" in why.text

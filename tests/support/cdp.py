@@ -119,7 +119,7 @@ class Chromium:
 
     def enabled(self, selector: str) -> bool:
         return bool(self.eval(f"(() => {{ const b = document.querySelector({json.dumps(selector)}); "
-                              "return !!b && !b.disabled; }})()"))
+                              "return !!b && !b.disabled; })()"))
 
     def screenshot(self, path: Path) -> Path:
         data = self.send("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]

@@ -70,6 +70,8 @@ def test_page_renders_starts_a_run_updates_and_resumes_on_a_button(ui_env: Path,
             assert "running" in b.text(TABLE) or "policy" in b.text(TABLE)
             b.screenshot(shots / "02_paused.png")
 
+            b.wait_for("(() => { const b = document.querySelector('#btn-accept'); return b && !b.disabled; })()", 30,
+                       "the Accept button")
             b.click("#btn-accept")  # resumes the paused run through its interrupt
             b.wait_for(f"document.querySelector('{TABLE}').innerText.includes('#1 accepted')", 600,
                        "step 0's verdict in the table")
@@ -77,6 +79,8 @@ def test_page_renders_starts_a_run_updates_and_resumes_on_a_button(ui_env: Path,
                                     30, "the plot to show step 0's speedup")
             b.wait_for("document.querySelector('#run-status').innerText.includes('Waiting for your decision')", 120,
                        "the pause before step 1")
+            b.wait_for("(() => { const b = document.querySelector('#btn-accept'); return b && !b.disabled; })()", 30,
+                       "the Accept button")
             b.click("#btn-accept")
             b.wait_for(f"document.querySelector('{TABLE}').innerText.includes('#2 ')", 600,
                        "step 1's verdict in the table")
