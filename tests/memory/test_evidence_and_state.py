@@ -57,6 +57,18 @@ def test_the_evidence_in_the_prompt_matches_the_recorded_events(mem):
     over_best = [a / b for b, a in laters]
     assert float(later_x) == pytest.approx(math.exp(sum(map(math.log, over_best)) / 2), abs=0.005)
     assert "improved, " not in line and "typical gain" not in line  # the old mixed wording
+    # a strategy's record, as `retrieve` briefs it, follows the same definitions
+    from htam_agent.memory.policy import record_text
+
+    # (both in one state key: the record pools similar states weighted by their similarity)
+    mem.record(norm("correct_slow"), MA, ["ma_vectorized_loads"], Outcome(True, "correct_slow", 2.0), task_id="s0")
+    mem.record(norm("correct_slow", 2.0), MA, ["ma_vectorized_loads"], Outcome(True, "correct_slow", 3.0),
+               history=[PM], task_id="s0")
+    hit = next(h for h in mem.retrieve_strategies(MA, norm("correct_slow", 3.0), k=8)
+               if h.strategy.id == "ma_vectorized_loads")
+    assert record_text(hit.stats) == ("2 tries: 1 gave a task's first kernel (typical x2.00 over eager), 1 improved "
+                                      "the previous best, 0 rejected; accepted after a first kernel: typical x1.50 "
+                                      "over the previous best")
 
 
 def test_strategies_follow_the_shapes_and_near_the_roofline_the_advice_says_what_is_left(mem):
