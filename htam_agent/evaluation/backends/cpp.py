@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import build_cache
+import os
+
 from ._devices import CpuDevice
 from .base import Backend, registry_spec
 
@@ -11,12 +12,10 @@ class CppBackend(CpuDevice, Backend):
     """What a valid candidate contains is the registry's `cpp` spec (requires/forbids markers)."""
 
     spec = registry_spec("cpp")
+    load_inline_builds = True
 
     def prepare(self, build_root: str, threads: int | None, fast_build: bool = True) -> None:
+        """Threads; the sandbox installs the build wrapper itself (build_cache.install), after this."""
         self.set_threads(threads)
-        if fast_build:
-            build_cache.install(build_root)
-        else:
-            import os
-
+        if not fast_build:
             os.environ["TORCH_EXTENSIONS_DIR"] = build_root
