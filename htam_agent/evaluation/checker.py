@@ -34,7 +34,7 @@ import torch._dynamo  # noqa: E402, F401
 import torch.profiler  # noqa: E402, F401
 import torch.utils.flop_counter  # noqa: E402, F401
 
-from . import anticheat, builder, containment, correctness, judge, roofline, timing  # noqa: E402
+from . import anticheat, containment, correctness, judge, roofline, timing  # noqa: E402
 from . import inputs as inp  # noqa: E402
 from .backends import get_backend  # noqa: E402
 from .sandbox_client import CandidateFailed, SandboxClient, SandboxDied, SandboxTimeout  # noqa: E402
@@ -426,17 +426,15 @@ def phase_compile(run: Run) -> bool:
     run.enter("compile")
     ready = sb.wait_ready(run.left())
     run.seconds["sandbox_imports"] = ready.get("imports_s") if isinstance(ready.get("imports_s"), float) else None
-    # Shared builds are made here, by this process only (builder.py); the sandbox reads them, verified, and
-    # builds anything else in a private folder inside its scratch, removed with it.
-    builds = builder.BuildService(os.path.join(job["build_root"], "shared"))
-    sb.on_event["build"] = lambda msg: builds.handle(msg.body, run.deadline)
-    v["builds"] = builds.facts  # name, key, cache (hit, built, private, failed), seconds: filled as they happen
-    build_root = os.path.join(str(sb.scratch), "build")
+    build_root = os.path.join(job["build_root"], "sandbox")  # the checker's own files stay out of reach
+    os.makedirs(build_root, exist_ok=True)
+    if sb.dropped:
+        build_root = sb.build_folder(build_root)
+    sb.watch(build_root)  # what it adds there counts against its scratch quota
     reply = sb.ask("prepare", run.left(), backend=job["backend"], build_root=build_root, threads=job.get("threads"),
                    fast_build=job.get("fast_build", True), device_index=job.get("device_index", 0), probe=True,
                    landlock=job.get("landlock", True))
-    v["sandbox"] = {"user": f"uid {sb.user[0]}" if isinstance(sb.user, tuple) else (
-                        "the evaluator's own" + (f" (not dropped: {sb.user})" if sb.user else "")),
+    v["sandbox"] = {"user": sb.user_text,
                     "confinement": str(reply.get("confinement"))[:300]}
     run.calibration = calibrate(run) if job["mode"] == "evaluate" and job.get("timing", True) else []
     t0 = time.perf_counter()
@@ -447,11 +445,7 @@ def phase_compile(run: Run) -> bool:
             build_candidate(run, "main", run.ref, init)
     except CandidateFailed as exc:
         v["compile_seconds"] = round(time.perf_counter() - t0, 3)
-        if builds.environment_failure:  # the evaluator's build failed, not the candidate's source
-            v["status"] = "error"
-            v["reason"] = f"evaluator error while building: {builds.environment_failure[:300]}"
-            v["compiler_message"] = exc.text[-8000:]
-        elif exc.kind == "out_of_memory":
+        if exc.kind == "out_of_memory":
             v["status"] = "out_of_memory"
             v["reason"] = f"out of memory while loading the candidate: {exc.text[:300]}"
         else:
@@ -462,7 +456,6 @@ def phase_compile(run: Run) -> bool:
         return False
     v["compiled"] = True
     v["compile_seconds"] = round(time.perf_counter() - t0, 3)
-    v["build_seconds"] = round(sum(b.get("seconds", 0.0) for b in builds.facts), 3)
     if job["mode"] == "compile":
         v["status"], v["reason"], v["correct"] = "accepted", "compiled", None
         return False
@@ -832,10 +825,18 @@ def main(argv: list[str] | None = None) -> int:
     containment.become_subreaper()
     containment.make_undumpable()
     sandbox = SandboxClient(env=dict(os.environ))  # starts now: its imports overlap the wait for the job
+    # Who to sweep if this checker is killed from outside (the parent's limit): the sandbox's uid and pid.
+    events.emit({"event": "sandbox", "pid": sandbox.proc.pid,
+                 "uid": sandbox.identity.uid if sandbox.identity else None})
     line = sys.stdin.readline()
-    if not line.strip():
+    if not line.strip():  # no job (the parent is done): nothing of ours may stay, the parent's folder neither
         sandbox.kill()
         sandbox.cleanup()
+        containment.kill_tree(None)
+        if os.path.basename(os.getcwd()).startswith("htam-job-"):
+            import shutil
+
+            shutil.rmtree(os.getcwd(), ignore_errors=True)
         os._exit(0)
     job = json.loads(line)
     imports = round(_T_IMPORTED - _T_START, 3)
@@ -849,8 +850,14 @@ def main(argv: list[str] | None = None) -> int:
         sandbox.kill()
     if keep:
         verdict["scratch"] = str(sandbox.scratch)
-    sandbox.cleanup(keep=keep)
     containment.kill_tree(None)
+    left = sandbox.leftovers()  # after every kill: none, or the verdict says so and is never stored
+    sandbox.cleanup(keep=keep)
+    if left:
+        verdict["leftover_processes"] = len(left)
+        add_flag(verdict, "processes_outlived", f"{len(left)} process(es) the candidate started were still "
+                 "alive after the evaluation (the next evaluations' timings may be affected)")
+        finalize(verdict)
     events.emit({"event": "verdict", "verdict": verdict})
     sys.stdout.flush()
     sys.stderr.flush()

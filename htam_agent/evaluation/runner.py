@@ -9,6 +9,7 @@ of transport, not a rewrite.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -27,7 +28,7 @@ from typing import Any
 
 from htam_agent.backends import is_cpu, spec
 
-from . import paths
+from . import containment, paths
 from .store import VerdictStore, candidate_key, device_name
 from .verdict import EVALUATOR_VERSION, STATUSES, add_flag, finalize, new_verdict
 
@@ -168,8 +169,33 @@ def _replenish(n: int = SPARES) -> None:
 def _discard(spare: _Spare) -> None:
     for f in (spare.out, spare.err):
         f.close()
-    os.close(spare.events)
+    try:
+        os.close(spare.events)
+    except OSError:
+        pass
     _rmtree(spare.scratch)
+
+
+@atexit.register
+def _shutdown_spares() -> None:
+    """The spares no job came for: told there is none (their stdin closes: each kills its sandbox and
+    goes), then their folders go. Before this, every `htam eval` left one `htam-job-*` folder behind."""
+    with _spare_lock:
+        spares = list(_spares)
+        _spares.clear()
+    for spare in spares:
+        try:
+            if spare.proc.stdin is not None:
+                spare.proc.stdin.close()
+        except OSError:
+            pass
+    for spare in spares:
+        try:
+            spare.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            _kill_group(spare.proc)
+            spare.proc.wait()
+        _discard(spare)
 
 
 def _valid_verdict(v: Any) -> bool:
@@ -196,36 +222,21 @@ def run_job(job: dict[str, Any], options: EvalOptions) -> dict[str, Any]:
     except BrokenPipeError:
         pass  # it died on start-up; reported below
     phase, since, limit = "start", t0, options.compile_timeout_s
-    buf, verdict, timed_out_in = b"", None, None
-    while True:
-        ready, _, _ = select.select([spare.events], [], [], 0.1)
-        if ready:
-            try:
-                chunk = os.read(spare.events, 1 << 20)
-            except BlockingIOError:
-                chunk = b"?"
-            if not chunk:
-                break  # the checker closed the pipe: it is done (or dead)
-            buf += chunk
-            *lines, buf = buf.split(b"\n")
-            for line in lines:
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if event.get("event") == "phase":
-                    phase, since = str(event.get("phase")), time.time()
-                    limit = float(event.get("limit_s") or options.run_timeout_s)
-                elif event.get("event") == "verdict":
-                    verdict = event.get("verdict")
-        if time.time() - since > limit + GRACE_S:
-            timed_out_in = phase
-            _kill_group(proc)
-            break
-    proc.wait()
-    spare.out.close()
-    spare.err.close()
-    os.close(spare.events)
+    verdict, timed_out_in = None, None
+    sandbox: dict[str, Any] = {}
+    try:
+        verdict, phase, limit, timed_out_in = _follow(spare, options, phase, since, limit, sandbox)
+    except BaseException:  # interrupted: the checker and its folder go too
+        _kill_group(proc)
+        _rmtree(scratch)
+        raise
+    finally:
+        proc.wait()
+        spare.out.close()
+        spare.err.close()
+        os.close(spare.events)
+        if not _valid_verdict(verdict):  # killed or dead: its sandbox may have outlived it
+            _sweep(sandbox)
     wall = time.time() - t0
     if not _valid_verdict(verdict):
         verdict = new_verdict(job.get("task_name", ""), job["backend"])
@@ -248,6 +259,55 @@ def run_job(job: dict[str, Any], options: EvalOptions) -> dict[str, Any]:
     if cpu and options.prestart and job["mode"] != "compile":
         _replenish(1)
     return verdict
+
+
+def _follow(spare: _Spare, options: EvalOptions, phase: str, since: float, limit: float,
+            sandbox: dict[str, Any]) -> tuple[Any, str, float, str | None]:
+    """Read the checker's events until it closes its pipe, or kill it at its limit.
+
+    Returns (verdict or None, last phase, its limit, the phase it timed out in or None)."""
+    buf, verdict, timed_out_in = b"", None, None
+    while True:
+        ready, _, _ = select.select([spare.events], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(spare.events, 1 << 20)
+            except BlockingIOError:
+                chunk = b"?"
+            if not chunk:
+                break  # the checker closed the pipe: it is done (or dead)
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if event.get("event") == "phase":
+                    phase, since = str(event.get("phase")), time.time()
+                    limit = float(event.get("limit_s") or options.run_timeout_s)
+                elif event.get("event") == "verdict":
+                    verdict = event.get("verdict")
+                elif event.get("event") == "sandbox":
+                    sandbox.update(event)
+        if time.time() - since > limit + GRACE_S:
+            timed_out_in = phase
+            _kill_group(spare.proc)
+            break
+    return verdict, phase, limit, timed_out_in
+
+
+def _sweep(sandbox: dict[str, Any]) -> None:
+    """A checker that died or was killed could not end its sandbox: its uid's processes, its session."""
+    uid, pid = sandbox.get("uid"), sandbox.get("pid")
+    if isinstance(uid, int) and uid >= containment.UID_BASE and os.geteuid() == 0:
+        containment.kill_uid(uid)
+        containment.remove_owned(uid)
+    if isinstance(pid, int) and pid > 1:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -442,18 +502,10 @@ class Evaluator:
 def storable(verdict: dict[str, Any]) -> bool:
     """Whether a verdict may be replayed from the store instead of measured again.
 
-    Not stored: verdicts whose cause may lie outside the candidate, measured again next time rather than
-    replayed for ever: the evaluator's own failures, timeouts (a lock, a loaded machine, a slow build can
-    make one), a build the evaluator failed or a compiler that ran out of disk or memory, and timings that
-    were unreliable (a busy machine).
+    Not stored: the evaluator's own failures, and verdicts whose timing was unreliable (a busy machine); those
+    are measured again next time rather than replayed for ever.
     """
-    from .builder import environment_failure
-
-    if verdict.get("status") in ("error", "timeout"):
-        return False
-    if any(isinstance(b, dict) and b.get("environment") for b in verdict.get("builds") or []):
-        return False
-    if verdict.get("status") == "compile_error" and environment_failure(str(verdict.get("compiler_message", ""))):
+    if verdict.get("status") == "error" or verdict.get("leftover_processes"):
         return False
     return not any(f.get("name") == "timing_unreliable" for f in verdict.get("flags", []))
 

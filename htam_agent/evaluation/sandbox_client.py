@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -52,33 +53,42 @@ class SandboxClient:
 
     def __init__(self, env: dict[str, str]) -> None:
         self.scratch = Path(tempfile.mkdtemp(prefix="htam-sandbox-"))
-        self.user = containment.sandbox_user()
-        self.dropped = isinstance(self.user, tuple)
+        who = containment.sandbox_user()
+        self.identity = who if isinstance(who, containment.Identity) else None
+        self.user: tuple[int, int] | str | None = (who.uid, who.gid) if self.identity else who  # type: ignore[union-attr]
+        self.dropped = self.identity is not None
+        self.user_text = self.identity.describe() if self.identity else (
+            "the evaluator's own" + (f" (not dropped: {who})" if who else ""))
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock = here
-        kwargs: dict[str, Any] = {}
         env = dict(env)
         env["HOME"] = str(self.scratch)
         (self.scratch / "tmp").mkdir()
         env["TMPDIR"] = str(self.scratch / "tmp")  # compilers' temporary files stay inside the box
-        if isinstance(self.user, tuple):
-            uid, gid = self.user
-            containment.chown_tree(self.scratch, uid, gid)
-            kwargs.update(user=uid, group=gid, extra_groups=[])
+        argv = [sys.executable, "-m", "htam_agent.evaluation.sandbox", "--fd", str(there.fileno())]
+        if self.identity:
+            containment.chown_tree(self.scratch, self.identity.uid, self.identity.gid)
+            argv = containment.launch_command(self.identity, argv)
         self.stderr_path = self.scratch / "stderr.txt"
         with open(self.scratch / "stdout.txt", "wb") as out, open(self.stderr_path, "wb") as err:
-            if isinstance(self.user, tuple):
-                os.fchown(out.fileno(), *self.user)
-                os.fchown(err.fileno(), *self.user)
+            if self.identity:
+                os.fchown(out.fileno(), self.identity.uid, self.identity.gid)
+                os.fchown(err.fileno(), self.identity.uid, self.identity.gid)
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "htam_agent.evaluation.sandbox", "--fd", str(there.fileno())],
-                cwd=self.scratch, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                pass_fds=(there.fileno(),), start_new_session=True, **kwargs)
+                argv, cwd=self.scratch, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                pass_fds=(there.fileno(),), start_new_session=True)
+        # Before it runs any candidate code (that waits for the job): its own cgroup, and the quota's eye.
+        self.cgroup = containment.Cgroup.create(f"htam-sandbox-{os.getpid()}")
+        if self.cgroup is not None and not self.cgroup.add(self.proc.pid):
+            self.cgroup.kill()
+            self.cgroup = None
+        self.quota = containment.Quota(containment.quota(), self._over_quota)
+        self.quota.watch(str(self.scratch))
+        self._loose_before: dict[str, set[str]] = {}
         there.close()
         self._ids = itertools.count()
         self._maps: dict[str, Any] = {}
         self.ready: dict[str, Any] | None = None
-        self.on_event: dict[str, Any] = {}  # messages the sandbox may send during a request (a build it asks for)
         self.device_type = "cpu"
 
     # -- requests ------------------------------------------------------------------------------------
@@ -96,16 +106,6 @@ class SandboxClient:
         except OSError as exc:
             raise self._died() from exc
         msg = self._recv(timeout)
-        while isinstance(msg.body.get("event"), str) and msg.body["event"] in self.on_event:
-            answer = self.on_event[msg.body["event"]](msg)
-            handed = answer.pop("_fds", [])  # descriptors the answer hands over (a verified build), closed here
-            try:
-                protocol.send(self.sock, answer, handed)
-            except OSError as exc:
-                raise self._died() from exc
-            finally:
-                protocol._close_all(handed)
-            msg = self._recv(timeout)
         if msg.body.get("ok") is not True:
             protocol._close_all(msg.fds)
             err = msg.body.get("error")
@@ -135,6 +135,8 @@ class SandboxClient:
         except subprocess.TimeoutExpired:
             self.kill()
             rc = self.proc.wait()
+        if self.quota.over:
+            return SandboxDied(f"the candidate's process was killed: {self.quota.over}", rc)
         if rc is not None and rc < 0:
             import signal
 
@@ -224,19 +226,79 @@ class SandboxClient:
             protocol._close_all(msg.fds)
 
     # -- the end -------------------------------------------------------------------------------------
+    def build_folder(self, base: str) -> str:
+        """The build folder below `base` for sandboxes with a uid of their own: one for all slots (so a
+        build made in one slot is found from the next), root's, writable through their shared group."""
+        assert self.identity is not None
+        folder = os.path.join(base, "uids")
+        os.makedirs(folder, exist_ok=True)
+        os.chown(folder, 0, self.identity.gid)
+        os.chmod(folder, 0o2775)  # set-group-id: what is made below stays the group's
+        return folder
+
+    def watch(self, folder: str) -> None:
+        """Count what the sandbox adds below `folder` (its build folder) against its scratch quota; loose
+        files it leaves at the top of that folder (never a build: those are folders) go at `cleanup`."""
+        self.quota.watch(folder)
+        try:
+            self._loose_before[folder] = set(os.listdir(folder))
+        except OSError:
+            pass
+
+    def _remove_loose(self) -> None:
+        for folder, before in self._loose_before.items():
+            try:
+                entries = [e for e in os.scandir(folder) if e.name not in before and not e.name.endswith(".lock")]
+            except OSError:
+                continue
+            for e in entries:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                    if stat.S_ISDIR(st.st_mode) or (self.identity and st.st_uid != self.identity.uid):
+                        continue
+                    os.unlink(e.path)
+                except OSError:
+                    pass
+
+    def _over_quota(self, reason: str) -> None:
+        """The quota watchdog's verdict (its thread): the sandbox goes now, and `_died` says why."""
+        self._kill_processes()
+
+    def _kill_processes(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.kill()
+        if self.identity is not None:
+            containment.kill_uid(self.identity.uid)
+        try:
+            os.killpg(self.proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+
     def kill(self) -> int:
-        """Kill the sandbox and every process it started (re-parented to the checker, a subreaper)."""
+        """Kill the sandbox and every process it started: its cgroup, every process of its uid, then every
+        descendant of the checker (a subreaper: orphans come back to it), stopped before they are killed."""
         self._maps.clear()
+        self.quota.stop()
         try:
             self.sock.close()
         except OSError:
             pass
+        self._kill_processes()
         n = containment.kill_tree(self.proc.pid)
         try:
             self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
+        except (subprocess.TimeoutExpired, ChildProcessError):
             pass
+        self.cgroup = None
         return n
+
+    def leftovers(self) -> list[int]:
+        """Processes of this sandbox still alive (after `kill`, none): its uid's, and the checker's
+        descendants."""
+        left = set(containment.descendants())
+        if self.identity is not None:
+            left |= set(containment.processes_of(self.identity.uid))
+        return sorted(left)
 
     def stderr_tail(self, n: int = 4000) -> str:
         try:
@@ -245,8 +307,15 @@ class SandboxClient:
             return ""
 
     def cleanup(self, keep: bool = False) -> None:
+        """Remove the scratch folder and whatever the sandbox's uid left in the shared temporary folders,
+        then give the uid back (after `kill`)."""
         if not keep:
             import shutil
 
             shutil.rmtree(self.scratch, ignore_errors=True)
-
+        self._remove_loose()
+        if self.identity is not None:
+            if keep:  # kept for a person to read: no longer the uid's, so the slot's next sweep leaves it
+                containment.chown_tree(self.scratch, os.getuid(), os.getgid())
+            containment.remove_owned(self.identity.uid)
+            self.identity.release()

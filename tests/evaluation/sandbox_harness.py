@@ -21,7 +21,10 @@ from htam_agent.evaluation.verdict import new_verdict
 @contextlib.contextmanager
 def python_candidate_run(source: str, task: Any, tmp_path: Path, slot: str = "main") -> Iterator[checker.Run]:
     sandbox = SandboxClient(env=dict(os.environ))
-    job = {"backend": "cpp", "build_root": str(tmp_path / "build"), "mode": "evaluate", "candidate_source": source,
+    build_root = str(tmp_path / "build")
+    if sandbox.dropped:  # a uid of its own writes only to a folder of its group (as the checker gives it)
+        build_root = sandbox.build_folder(build_root)
+    job = {"backend": "cpp", "build_root": build_root, "mode": "evaluate", "candidate_source": source,
            "size": task.size, "run_timeout_s": 60, "compile_timeout_s": 60}
     run = checker.Run(job=job, verdict=new_verdict(task.name, "cpp"), events=checker.Events(None), sandbox=sandbox,
                       seed=1234)
