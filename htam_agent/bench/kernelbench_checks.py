@@ -47,6 +47,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from htam_agent import threadsafe
+
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding htam_agent/: the batch imports it from here
 GROUPS = ("honest", "cheats")
 NOT_ACCEPTED = ("incorrect", "rejected", "invalid_candidate")  # as tests/cheats/cheat_catalogue.py
@@ -96,7 +98,7 @@ class Entry:
 def parse_header(path: Path, group: str) -> Entry:
     """The header fields of one candidate file (see the module docstring)."""
     try:
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = threadsafe.parse(path.read_text(), filename=str(path))
     except SyntaxError as exc:
         raise HeaderError(f"{path}: not valid Python ({exc.msg}, line {exc.lineno})") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -241,7 +241,7 @@ def test_bundled_candidates_have_valid_headers():
 
 def test_imports_only_the_standard_library():
     """The command runs on a bare GPU host: nothing but the standard library and this module of our package."""
-    allowed = ["htam_agent", "htam_agent.bench", "htam_agent.bench.kernelbench_checks"]
+    allowed = ["htam_agent", "htam_agent.bench", "htam_agent.bench.kernelbench_checks", "htam_agent.threadsafe"]
     code = (
         "import runpy, sys\n"
         "class Block:\n"
