@@ -68,4 +68,11 @@ def ui_cmd(
     session = _session(model, base_url, backend, steps, coder, runs_dir, memory_dir)
     if run:
         session.manager.current = run
-    serve(session, port=port)
+    try:
+        serve(session, port=port)
+    finally:
+        current = session.manager.current
+        console.print("[yellow]page stopped.[/yellow] Nothing is lost: runs are checkpointed; "
+                      + (f"`htam ui --run {current}` shows it again and Resume continues it." if current else
+                         "Resume on the page or `/resume` in `htam chat` continues one."))
+        session.close()

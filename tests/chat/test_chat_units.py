@@ -96,3 +96,20 @@ def test_evaluate_a_candidate_and_explain_its_verdict_without_a_model(chat_env: 
     (why,) = _say(s, f"/explain {out['eval_id']}")
     assert why.text.startswith(f"evaluation {out['eval_id']} was not accepted (invalid candidate)")
     assert "What to change" in why.text and "load_inline" in why.text
+
+
+def test_htam_chat_command_without_a_model_and_with_an_unreachable_endpoint(chat_env: Path) -> None:
+    import socket
+
+    from typer.testing import CliRunner
+
+    from htam_agent.cli import app
+
+    res = CliRunner().invoke(app, ["chat", "--backend", "cpp", "-m", "/runs"])
+    assert res.exit_code == 0 and "No chat model is configured" in res.output and "[]" in res.output, res.output
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = CliRunner().invoke(app, ["chat", "--model", "m", "--base-url", f"http://127.0.0.1:{port}/v1", "-m", "hi"])
+    out = " ".join(res.output.split())
+    assert res.exit_code == 0 and "cannot reach the LLM endpoint" in out and "--base-url" in out, out
