@@ -145,6 +145,9 @@ def build(session: ChatSession) -> Any:
         fp = None if view is None else (view.run_id, len(view.attempts), tuple(s.direction for s in view.steps))
         if fp == last["slow"]:
             return tuple(gr.skip() for _ in range(5))
+        if fp != last.get("slow_seen"):  # one tick later: the table goes first, the plots do not hold it up
+            last["slow_seen"] = fp
+            return tuple(gr.skip() for _ in range(5))
         last["slow"] = fp
         if view is None:
             return (None, None, "", "", "")
