@@ -430,6 +430,10 @@ class BuildService:
 
     # -- one extension ---------------------------------------------------------------------------------
     def build(self, spec: dict[str, Any], deadline: float, fact: dict[str, Any]) -> dict[str, Any]:
+        from . import containment
+
+        if containment.landlock_abi() < 1:  # a compile with candidate flags must be confined to be shared
+            raise NotShared("no Landlock on this kernel: builds stay private to each sandbox")
         key = key_of(spec)
         fact["key"] = key[:16]
         final = self.root / "ext" / key
