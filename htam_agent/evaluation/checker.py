@@ -34,7 +34,7 @@ import torch._dynamo  # noqa: E402, F401
 import torch.profiler  # noqa: E402, F401
 import torch.utils.flop_counter  # noqa: E402, F401
 
-from . import anticheat, containment, correctness, judge, roofline, timing  # noqa: E402
+from . import anticheat, builder, containment, correctness, judge, roofline, timing  # noqa: E402
 from . import inputs as inp  # noqa: E402
 from .backends import get_backend  # noqa: E402
 from .sandbox_client import CandidateFailed, SandboxClient, SandboxDied, SandboxTimeout  # noqa: E402
@@ -426,11 +426,12 @@ def phase_compile(run: Run) -> bool:
     run.enter("compile")
     ready = sb.wait_ready(run.left())
     run.seconds["sandbox_imports"] = ready.get("imports_s") if isinstance(ready.get("imports_s"), float) else None
-    build_root = os.path.join(job["build_root"], "sandbox")  # the checker's own files stay out of reach
-    os.makedirs(build_root, exist_ok=True)
-    if sb.dropped:
-        build_root = sb.build_folder(build_root)
-    sb.watch(build_root)  # what it adds there counts against its scratch quota
+    # Shared builds are made here, by this process only (builder.py); the sandbox reads them, verified, and
+    # builds anything else in a private folder inside its scratch, removed with it.
+    builds = builder.BuildService(os.path.join(job["build_root"], "shared"))
+    sb.on_event["build"] = lambda msg: builds.handle(msg.body, run.deadline)
+    v["builds"] = builds.facts  # name, key, cache (hit, built, private, failed), seconds: filled as they happen
+    build_root = os.path.join(str(sb.scratch), "build")
     reply = sb.ask("prepare", run.left(), backend=job["backend"], build_root=build_root, threads=job.get("threads"),
                    fast_build=job.get("fast_build", True), device_index=job.get("device_index", 0), probe=True,
                    landlock=job.get("landlock", True))
@@ -445,7 +446,11 @@ def phase_compile(run: Run) -> bool:
             build_candidate(run, "main", run.ref, init)
     except CandidateFailed as exc:
         v["compile_seconds"] = round(time.perf_counter() - t0, 3)
-        if exc.kind == "out_of_memory":
+        if builds.environment_failure:  # the evaluator's build failed, not the candidate's source
+            v["status"] = "error"
+            v["reason"] = f"evaluator error while building: {builds.environment_failure[:300]}"
+            v["compiler_message"] = exc.text[-8000:]
+        elif exc.kind == "out_of_memory":
             v["status"] = "out_of_memory"
             v["reason"] = f"out of memory while loading the candidate: {exc.text[:300]}"
         else:
@@ -456,6 +461,7 @@ def phase_compile(run: Run) -> bool:
         return False
     v["compiled"] = True
     v["compile_seconds"] = round(time.perf_counter() - t0, 3)
+    v["build_seconds"] = round(sum(b.get("seconds", 0.0) for b in builds.facts), 3)
     if job["mode"] == "compile":
         v["status"], v["reason"], v["correct"] = "accepted", "compiled", None
         return False

@@ -502,10 +502,18 @@ class Evaluator:
 def storable(verdict: dict[str, Any]) -> bool:
     """Whether a verdict may be replayed from the store instead of measured again.
 
-    Not stored: the evaluator's own failures, and verdicts whose timing was unreliable (a busy machine); those
-    are measured again next time rather than replayed for ever.
+    Not stored: verdicts whose cause may lie outside the candidate, measured again next time rather than
+    replayed for ever: the evaluator's own failures, timeouts (a lock, a loaded machine, a slow build can
+    make one), a build the evaluator failed or a compiler that ran out of disk or memory, processes left
+    behind, and timings that were unreliable (a busy machine).
     """
-    if verdict.get("status") == "error" or verdict.get("leftover_processes"):
+    from .builder import environment_failure
+
+    if verdict.get("status") in ("error", "timeout") or verdict.get("leftover_processes"):
+        return False
+    if any(isinstance(b, dict) and b.get("environment") for b in verdict.get("builds") or []):
+        return False
+    if verdict.get("status") == "compile_error" and environment_failure(str(verdict.get("compiler_message", ""))):
         return False
     return not any(f.get("name") == "timing_unreliable" for f in verdict.get("flags", []))
 

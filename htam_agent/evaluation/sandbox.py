@@ -28,7 +28,7 @@ _T_START = time.perf_counter()
 import torch  # noqa: E402
 import torch.profiler  # noqa: E402, F401
 
-from . import anticheat, containment, protocol  # noqa: E402
+from . import anticheat, build_cache, containment, protocol  # noqa: E402
 from .backends import get_backend  # noqa: E402
 from .correctness import flatten_outputs  # noqa: E402
 
@@ -88,6 +88,7 @@ class Sandbox:
         self.last: Any = None
         self.outliving: list[threading.Thread] = []
         self.snapshot: dict[str, Any] = {}
+        self.nonce: Any = None
 
     # -- plumbing ------------------------------------------------------------------------------------
     def serve(self) -> None:
@@ -99,6 +100,7 @@ class Sandbox:
             except EOFError:
                 os._exit(0)
             op = msg.body.get("op")
+            self.nonce = msg.body.get("nonce")  # events sent during this request echo it (_build_request)
             handler = getattr(self, f"op_{op}", None) if isinstance(op, str) else None
             fds: list[int] = []
             try:
@@ -149,10 +151,23 @@ class Sandbox:
             return {"facts": facts, "value": None, "unsendable": str(exc)}
         return {"facts": facts, "value": value}
 
+    def _build_request(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Ask the checker for a shared build (build_cache.py) while it waits for this request's reply."""
+        try:
+            protocol.send(self.sock, {**event, "nonce": self.nonce})
+        except (TypeError, ValueError, protocol.ProtocolError) as exc:  # not JSON, too large: built here
+            return {"build": {"private": True, "why": str(exc)[:200]}}
+        msg = protocol.recv(self.sock)
+        return {**msg.body, "fds": msg.fds}  # a shared build comes as a read-only descriptor of its module
+
     # -- set-up --------------------------------------------------------------------------------------
     def op_prepare(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         self.backend = get_backend(body["backend"])
         self.backend.prepare(body["build_root"], body.get("threads"), fast_build=body.get("fast_build", True))
+        if body.get("fast_build", True) and self.backend.load_inline_builds:
+            # build_root is this evaluation's private folder; shared builds come from the checker, verified
+            build_cache.install(body["build_root"], request=self._build_request if body.get("shared_builds", True)
+                                else None)
         self.device = self.backend.device(body.get("device_index", 0))
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)

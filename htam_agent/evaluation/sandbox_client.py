@@ -89,6 +89,7 @@ class SandboxClient:
         self._ids = itertools.count()
         self._maps: dict[str, Any] = {}
         self.ready: dict[str, Any] | None = None
+        self.on_event: dict[str, Any] = {}  # messages the sandbox may send during a request (a build it asks for)
         self.device_type = "cpu"
 
     # -- requests ------------------------------------------------------------------------------------
@@ -106,6 +107,16 @@ class SandboxClient:
         except OSError as exc:
             raise self._died() from exc
         msg = self._recv(timeout)
+        while isinstance(msg.body.get("event"), str) and msg.body["event"] in self.on_event:
+            answer = self.on_event[msg.body["event"]](msg)
+            handed = answer.pop("_fds", [])  # descriptors the answer hands over (a verified build), closed here
+            try:
+                protocol.send(self.sock, answer, handed)
+            except OSError as exc:
+                raise self._died() from exc
+            finally:
+                protocol._close_all(handed)
+            msg = self._recv(timeout)
         if msg.body.get("ok") is not True:
             protocol._close_all(msg.fds)
             err = msg.body.get("error")

@@ -165,6 +165,11 @@ CPP_CHEATS: list[Cheat] = [
     _c("cpp/p19_read_reference_outputs.py", "norm_softmax", 19, *VALUES),
     _c("cpp/p19_seed_replay.py", "norm_softmax", 19, *VALUES),
     _c("cpp/p19_signal_checker.py", "elementwise_leaky_relu", 19, *VALUES),
+    # Shared builds (issue 25, classes 6-8): the shared cache is read-only to sandboxes and written by the
+    # checker alone; their honest victims run after them in tests/cheats/test_boundary_builds.py.
+    _c("cpp/p19_pch_poison.py", "elementwise_leaky_relu", 19, *VALUES),
+    _c("cpp/p19_stale_build_lock.py", "elementwise_leaky_relu", 19, *VALUES),
+    _c("cpp/p19_so_swap.py", "elementwise_leaky_relu", 19, *VALUES),
     # Processes and disk (issue 25, classes 9 and 10): nothing they start or write outlives them; their honest
     # victims run after them in tests/cheats/test_boundary_processes.py.
     _c("cpp/p19_escape_setsid_chain.py", "elementwise_leaky_relu", 19, *VALUES),
