@@ -154,8 +154,9 @@ def builds(repeats: int, usual_repeats: int, root: Path) -> dict:
         loaded.append(ok)
         if err:
             out["usual_form_import_error"] = err
-    out["usual_form_cold_build_s"] = _stats(times)
-    out["usual_form_loaded"] = all(loaded)
+    if times:
+        out["usual_form_cold_build_s"] = _stats(times)
+        out["usual_form_loaded"] = all(loaded)
     out["usual_form_candidate"] = str(USUAL.relative_to(ROOT))
     out["fast_form_candidate"] = str(FAST.relative_to(ROOT))
     out["builds_via"] = ("torch's load_inline, a fresh build folder per build, the evaluator's precompiled "
