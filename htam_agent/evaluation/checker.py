@@ -37,7 +37,13 @@ import torch.utils.flop_counter  # noqa: E402, F401
 from . import anticheat, builder, containment, correctness, judge, roofline, timing  # noqa: E402
 from . import inputs as inp  # noqa: E402
 from .backends import get_backend  # noqa: E402
-from .sandbox_client import CandidateFailed, SandboxClient, SandboxDied, SandboxTimeout  # noqa: E402
+from .sandbox_client import (  # noqa: E402
+    CandidateFailed,
+    ProtocolViolation,
+    SandboxClient,
+    SandboxDied,
+    SandboxTimeout,
+)
 from .tasks import TaskError, load_task_source  # noqa: E402
 from .verdict import add_flag, finalize, new_verdict  # noqa: E402
 
@@ -78,6 +84,7 @@ class Run:
     deadline: float = 0.0
     seconds: dict[str, float] = field(default_factory=dict)
     launches: int = 0
+    silent_calls: list[str] = field(default_factory=list)  # compared or timed calls that launched no kernel
     calibration: list[float] = field(default_factory=list)
     _since: float = field(default_factory=time.perf_counter)
 
@@ -216,6 +223,7 @@ def run_trials(run: Run, task: Any, ref: Any, slot: str, trials: list[tuple[str,
             add_flag(v, "aliased_output", "two calls returned tensors sharing memory (a reused or cached output "
                      "buffer); allocate a new output per call")
         threads_added += sum(int(i.get("threads_added") or 0) for i in (info1, info2))
+        run.silent_calls += [name for i in (info1, info2) if i and i.get("launches") == 0]
         sb.ask("release", run.left(), ids=["t1", "t2"], poison=run.checks)
         sb.free(ids + ids2, run.left())
         del ref_out, pristine
@@ -277,32 +285,53 @@ def fits_sets(inputs: list[Any], device: Any, n_sets: int) -> int:
     return max(1, min(n_sets, int(free * 0.4 // max(need, 1))))
 
 
-def time_reference(model: Any, run: Run, plan: timing.TimingPlan, n_sets: int = 3) -> dict[str, Any]:
-    """Eager or compiled reference, timed in this process under the same protocol."""
-    first = inp.make_inputs(run.task, run.device, run.seed + 100, "task")
-    n = fits_sets(first, run.device, n_sets)
-    sets = [first] + [inp.make_inputs(run.task, run.device, run.seed + 100 + i, "task") for i in range(1, n)]
-
-    def call(i: int) -> Any:
-        with torch.no_grad():
-            return model(*sets[i % n])
-
-    return timing.time_calls(call, run.backend, plan).as_dict()
+def _output_spec(out: Any) -> list[list[Any]]:
+    return [[list(o.shape), str(o.dtype).removeprefix("torch.")] for o in correctness.flatten_outputs(out)
+            if isinstance(o, torch.Tensor)]
 
 
 def calibrate(run: Run, n: int = CALIBRATION_CALLS) -> list[float]:
-    """Round trips of a no-op timed call, made before the candidate is imported: what the checker's clock
-    sees around a call beyond the call itself."""
-    enc, ids = run.sb.upload([torch.zeros(16, device=run.device)], run.left())
-    overhead = []
-    for _ in range(n):
-        run.sb.ask("flush", run.left())
-        t0 = time.perf_counter_ns()
-        r = run.sb.ask("timed", run.left(), slot="__noop__", inputs=enc)
-        wall = (time.perf_counter_ns() - t0) / 1e6
-        overhead.append(max(0.0, wall - _num(r.get("device_ms"))))
+    """The checker's clock around timed requests of a no-op, made before any candidate code is imported:
+    the same inputs' shapes, the same perturbation, flush and hand-over of outputs shaped like the
+    reference's. What a timed request costs beyond the call itself (ms per request)."""
+    inputs = inp.make_inputs(run.task, run.device, run.seed + 97, "task")
+    run.sb.ask("noop_like", run.left(), outputs=_output_spec(reference_outputs(run, run.ref, inputs)))
+    enc, ids = run.sb.upload(inputs, run.left())
+    view = run.sb.shared_values(enc)
+    del inputs
+    gen = torch.Generator().manual_seed(run.seed + 98)
+    walls = []
+    for i in range(n):
+        wall, msg = _timed_request(run, "__noop__", enc, view, gen, f"cal{i}")
+        protocol_close(msg)
+        walls.append(wall)
+    run.sb.ask("release", run.left(), ids=[f"cal{i}" for i in range(n)], poison=False)
     run.sb.free(ids, run.left())
-    return overhead
+    return walls
+
+
+def protocol_close(msg: Any) -> None:
+    for fd in msg.fds:
+        os.close(fd)
+
+
+def _timed_request(run: Run, slot: str, enc: Any, view: Any, gen: Any, out_id: str) -> tuple[float, Any]:
+    """One timed request, clocked here: the clock starts before this call's inputs change (they are
+    revealed inside the window) and stops when the reply, with the sealed outputs, has arrived."""
+    change = inp.perturbation(view, gen)
+    on_gpu = run.device.type == "cuda"
+    if on_gpu:
+        torch.cuda.synchronize()
+    else:  # the CPU's caches are the machine's: the checker flushes them, where no candidate can reach it
+        run.backend.flush_cache()
+    t0 = time.perf_counter_ns()
+    inp.apply_perturbation(view, change)
+    if on_gpu:
+        torch.cuda.synchronize()  # the sandbox reads what the checker wrote
+    msg = run.sb.request("timed", run.left(), slot=slot, inputs=enc, seal=True, out_id=out_id, flush=on_gpu)
+    wall = (time.perf_counter_ns() - t0) / 1e6
+    msg.body["change"] = change
+    return wall, msg
 
 
 def _num(x: Any) -> float:
@@ -312,15 +341,17 @@ def _num(x: Any) -> float:
 
 
 def time_candidate(run: Run, plan: timing.TimingPlan, recheck: bool, calibration: list[float], n_sets: int = 3,
-                   n_snapshots: int = 1, every_set: bool = False
+                   n_snapshots: int = 1, every_set: bool = False, slot: str = "main"
                    ) -> tuple[dict[str, Any], list[tuple[str, str]], judge.WallClock]:
-    """Time the candidate one call at a time on rotating input sets; re-check chosen timed outputs.
+    """Time a slot one call per request on rotating input sets; re-check chosen timed outputs.
 
-    The sets live in the sandbox's buffers, which the checker writes: before every call a few scattered
-    elements change (no two calls see the same input). The checker keeps no copy: it remembers each set's
-    seed and every change made to it, and rebuilds the exact inputs of a re-checked call from them. Which
-    calls are re-checked is drawn here in advance and revealed to the sandbox only after the call returned;
-    a chosen output is taken right after its call (at return) and again at the end (afterwards).
+    Candidates and baselines alike go through here (a baseline's slot holds the reference in a sandbox
+    of its own), so both are timed by one protocol in one process kind. The sets live in the sandbox's
+    buffers, which the checker writes: inside each request's clocked window a few scattered elements
+    change (no two calls see the same input, and nothing can be computed before the window). The checker
+    keeps no copy: it remembers each set's seed and every change made to it, and rebuilds the exact
+    inputs of a re-checked call from them. Which calls are re-checked is drawn here in advance; every
+    timed output is sealed inside its request (at return), and a chosen one is read again at the end.
     """
     sb, device = run.sb, run.device
 
@@ -334,7 +365,7 @@ def time_candidate(run: Run, plan: timing.TimingPlan, recheck: bool, calibration
     free_cached(run)
     encs = [e for e, _ in uploaded]
     views = [sb.shared_values(e) for e in encs]
-    warm = sb.ask("warmup", run.left(), slot="main", sets=encs, min=plan.min_warmup, seconds=plan.warmup_s)
+    warm = sb.ask("warmup", run.left(), slot=slot, sets=encs, min=plan.min_warmup, seconds=plan.warmup_s)
     est_ms = max(_num(warm.get("est_ms")), 1e-3)
     reps = int(min(plan.max_reps, max(plan.min_reps, plan.target_s * 1e3 / est_ms)))
     gen = torch.Generator().manual_seed(run.seed + 7)
@@ -350,19 +381,26 @@ def time_candidate(run: Run, plan: timing.TimingPlan, recheck: bool, calibration
     outliving = 0
     for i in range(reps):
         s = i % n
-        changes.append(inp.perturbation(views[s], gen))
-        inp.apply_perturbation(views[s], changes[-1])
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        sb.ask("flush", run.left())
-        t0 = time.perf_counter_ns()
-        r = sb.ask("timed", run.left(), slot="main", inputs=encs[s])
-        walls.append((time.perf_counter_ns() - t0) / 1e6)
+        wall, msg = _timed_request(run, slot, encs[s], views[s], gen, f"sealed{i}")
+        changes.append(msg.body.pop("change"))
+        walls.append(wall)
+        r = msg.body
         reported.append(_num(r.get("device_ms")))
         host.append(_num(r.get("host_ms")))
         outliving += int(r.get("threads_alive") or 0)
-        if i in chosen:
-            at_return[i] = sb.outputs(sb.request("export", run.left(), out_id=f"timed{i}", last=True))
+        if r.get("launches") == 0 and slot == "main" and run.job["mode"] == "evaluate":
+            run.silent_calls.append(f"timed call {i}")
+        if i not in chosen:
+            protocol_close(msg)
+            if device.type == "cuda":
+                sb.ask("release", run.left(), ids=[f"sealed{i}"], poison=False)
+            continue
+        if device.type == "cuda":
+            protocol_close(msg)
+            at_return[i] = sb.outputs(sb.request("export", run.left(), out_id=f"sealed{i}"))
+        else:
+            at_return[i] = sb.outputs(msg)
+        sb.ask("export", run.left(), out_id=f"timed{i}", last=True)  # the live output, read again below
     t0 = time.perf_counter_ns()
     sb.ask("sync", run.left())
     wall = judge.WallClock(calibration, walls, reported, (time.perf_counter_ns() - t0) / 1e6)
@@ -381,12 +419,15 @@ def time_candidate(run: Run, plan: timing.TimingPlan, recheck: bool, calibration
         then = judge.compare(ref_out, out, facts, device, prob)
         del out, ref_out
         free_cached(run)
-        if not now.passed:
-            problems.append(("timed_output_mismatch", f"timed call {i} (input set {i % n}): {now.detail}"))
+        if not then.passed and not now.passed:
+            problems.append(("timed_output_mismatch", f"timed call {i} (input set {i % n}): {then.detail}"))
         elif not then.passed:
             problems.append(("work_after_return", f"timed call {i}: its output was incomplete when forward "
                              f"returned and was finished later ({then.detail})"))
-    sb.ask("release", run.left(), ids=[f"timed{i}" for i in chosen], poison=False)
+        elif not now.passed:
+            problems.append(("timed_output_mismatch", f"timed call {i} (input set {i % n}): its output was "
+                             f"right when the call returned and changed afterwards ({now.detail})"))
+    sb.ask("release", run.left(), ids=[f"timed{i}" for i in chosen] + [f"sealed{i}" for i in chosen], poison=False)
     if outliving:
         ended = int(sb.ask("threads_ended", run.left()).get("ended") or 0)
         if ended:
@@ -395,7 +436,7 @@ def time_candidate(run: Run, plan: timing.TimingPlan, recheck: bool, calibration
     del views
     for _, ids in uploaded:
         sb.free(ids, run.left())
-    return stats, problems, wall
+    return wall.settle(stats, device.type), problems, wall
 
 
 def free_cached(run: Run) -> None:
@@ -437,12 +478,17 @@ def phase_compile(run: Run) -> bool:
                    landlock=job.get("landlock", True))
     v["sandbox"] = {"user": sb.user_text,
                     "confinement": str(reply.get("confinement"))[:300]}
-    run.calibration = calibrate(run) if job["mode"] == "evaluate" and job.get("timing", True) else []
+    run.ref, init = build_reference(run.task, run.device)
+    timed = job["mode"] in ("evaluate", "baseline") and job.get("timing", True)
+    run.calibration = calibrate(run) if timed else []  # before any code but ours runs in the sandbox
     t0 = time.perf_counter()
     try:
-        sb.ask("load", run.left(), source=job["candidate_source"])
-        run.ref, init = build_reference(run.task, run.device)
-        if job["mode"] == "evaluate":
+        if job["mode"] == "baseline":  # the reference itself, timed in a sandbox of its own like a candidate
+            sb.ask("reference", run.left(), source=job["task_source"], path=job["task_path"], size=job["size"],
+                   derived=job.get("derived_sizes"))
+        else:
+            sb.ask("load", run.left(), source=job["candidate_source"])
+        if job["mode"] in ("evaluate", "baseline"):
             build_candidate(run, "main", run.ref, init)
     except CandidateFailed as exc:
         v["compile_seconds"] = round(time.perf_counter() - t0, 3)
@@ -521,6 +567,11 @@ def phase_evidence(run: Run) -> bool:
         add_flag(run.verdict, "no_kernel_launched",
                  f"forward never launched a {run.backend.name} kernel of its own (no call into its compiled "
                  "extension, NVRTC kernel or Triton kernel); the computation must run in the candidate's kernel")
+    elif run.silent_calls:  # instrumentation covers every compared call, not only the instrumented ones
+        add_flag(run.verdict, "no_kernel_launched",
+                 f"forward launched no {run.backend.name} kernel of its own in {len(run.silent_calls)} compared "
+                 f"call(s) ({', '.join(run.silent_calls[:3])}) while it did in others: every call must compute "
+                 "with the candidate's kernel, not only the calls it can tell are inspected")
     run.enter("check_ops")
     inputs = inp.make_inputs(run.task, run.device, run.seed, "task")
     with torch.no_grad():
@@ -640,11 +691,19 @@ def phase_sabotage(run: Run) -> bool:
                 continue
             try:
                 msg = run.sb.request("sabotage", run.left(), slot="main", inputs=enc, mode=mode, out_id="sab")
-            except CandidateFailed:  # the sabotaged results broke the forward: they were used
-                continue
-            if "raised" in msg.body or (mode == "identity" and msg.body.get("replaced") == 0):
-                for fd in msg.fds:
-                    os.close(fd)
+                raised = msg.body.get("raised")
+            except CandidateFailed as exc:
+                msg, raised = None, exc.text[:120]
+            if raised is not None:  # an exception shows nothing: a forward that spots the sabotage can raise
+                if msg is not None:
+                    protocol_close(msg)
+                add_flag(run.verdict, "kernel_use_not_shown",
+                         f"forward raised ({str(raised)[:120]}) when its kernels' results were "
+                         f"{judge.SABOTAGE_DONE[mode]}, so the evaluator could not show that the kernels compute "
+                         "the output; a kernel fed such values must still return (NaN in, NaN out), not raise")
+                return False
+            if mode == "identity" and msg.body.get("replaced") == 0:
+                protocol_close(msg)
                 continue  # no launch had an input shaped like its result: a copy cannot be what it does
             out, facts, prob = run.sb.outputs(msg)
             untouched = [] if prob else judge.untouched_outputs(ref_out, out, run.device)
@@ -738,27 +797,43 @@ def bare(run: Run) -> None:
     phase_timing(run)
 
 
+def _time_slot(run: Run, what: str, slot: str) -> dict[str, Any]:
+    """A baseline's timing, by the candidate's protocol (time_candidate) on a slot holding the reference;
+    re-taken once when its spread is too wide, the steadier one kept."""
+    plan = timing.TimingPlan(**run.job.get("timing_plan", {}))
+    stats, _, wall = time_candidate(run, plan, recheck=False, calibration=run.calibration, slot=slot)
+    if judge.unreliable(stats, run.device.type):
+        again, _, wall_again = time_candidate(run, plan, recheck=False, calibration=run.calibration, slot=slot)
+        if again["spread_pct"] < stats["spread_pct"]:
+            stats, wall = again, wall_again
+        if judge.unreliable(stats, run.device.type):
+            judge.flag_unreliable(run.verdict, what, stats)
+    stats["wall_clock"] = wall.record()
+    return stats
+
+
 def baseline(run: Run) -> None:
-    """Eager (and torch.compile) timings of the reference, in this process: no candidate is involved."""
+    """Eager (and torch.compile) timings of the reference. The reference runs in a sandbox of its own (no
+    candidate is ever loaded there), under exactly the protocol a candidate is timed by: same requests,
+    same flush, same hand-over of outputs, same clock of record."""
     v, job = run.verdict, run.job
+    if not phase_compile(run):
+        v["reason"] = ("evaluator error: the reference could not be loaded for timing: "
+                       f"{(v['reason'] or v['compiler_message'])[:300]}")
+        v["status"] = "error"
+        return
     run.enter("baseline")
-    run.ref, _ = build_reference(run.task, run.device)
-    plan = timing.TimingPlan(**job.get("timing_plan", {}))
-    v["timing"]["eager"] = time_reference(run.ref, run, plan)
-    if judge.unreliable(v["timing"]["eager"], run.device.type):
-        v["timing"]["eager"] = min(v["timing"]["eager"], time_reference(run.ref, run, plan),
-                                   key=lambda st: st["spread_pct"])
-        if judge.unreliable(v["timing"]["eager"], run.device.type):
-            judge.flag_unreliable(v, "eager PyTorch", v["timing"]["eager"])
+    v["timing"]["eager"] = _time_slot(run, "eager PyTorch", "main")
     if "compile" in job.get("baselines", ()):
         run.enter("baseline_compile")
+        enc, ids = run.sb.upload(inp.make_inputs(run.task, run.device, run.seed + 100, "task"), run.left())
         try:
-            compiled = torch.compile(run.ref)
-            with torch.no_grad():
-                compiled(*inp.make_inputs(run.task, run.device, run.seed + 100, "task"))
-            v["timing"]["compile"] = time_reference(compiled, run, plan)
-        except Exception as exc:  # torch.compile failing is a fact about the baseline, not an error
-            v["timing"]["compile"] = {"error": "".join(traceback.format_exception_only(type(exc), exc))[-500:]}
+            run.sb.ask("compile_slot", run.left(), slot="main", compiled_slot="compiled", inputs=enc)
+            v["timing"]["compile"] = _time_slot(run, "torch.compile", "compiled")
+        except CandidateFailed as exc:  # torch.compile failing is a fact about the baseline, not an error
+            v["timing"]["compile"] = {"error": exc.text[-500:]}
+        finally:
+            run.sb.free(ids, run.left())
     v["status"], v["correct"], v["reason"] = "accepted", True, "baseline timings"
 
 
@@ -805,6 +880,9 @@ def run_job(job: dict[str, Any], events: Events, sandbox: SandboxClient | None) 
         verdict["reason"] = f"crashed: {exc.reason} during '{run.phase}'"
         if run.phase in COMPILE_PHASES and sandbox is not None:
             verdict["compiler_message"] = sandbox.stderr_tail()
+    except ProtocolViolation as exc:  # the candidate's doing, whatever it computed
+        add_flag(verdict, "protocol_violation", f"{str(exc)[:400]} (during {run.phase})")
+        verdict["status"], verdict["correct"], verdict["failed_check"] = "rejected", False, "protocol_violation"
     except CandidateFailed as exc:
         verdict["status"] = exc.kind
         verdict["error"] = exc.text[-1500:]
@@ -847,13 +925,10 @@ def main(argv: list[str] | None = None) -> int:
     job = json.loads(line)
     imports = round(_T_IMPORTED - _T_START, 3)
     keep = bool(job.get("keep_scratch")) and job["mode"] != "baseline"
-    if job["mode"] == "baseline":  # no candidate: the pre-started sandbox goes before anything is timed
-        sandbox.kill()
-    verdict = run_job(job, events, sandbox if job["mode"] != "baseline" else None)
+    verdict = run_job(job, events, sandbox)
     verdict["phase_seconds"]["imports"] = imports
-    if job["mode"] != "baseline":
-        verdict["sandbox_stderr_tail"] = sandbox.stderr_tail(2000)
-        sandbox.kill()
+    verdict["sandbox_stderr_tail"] = sandbox.stderr_tail(2000)
+    sandbox.kill()
     if keep:
         verdict["scratch"] = str(sandbox.scratch)
     containment.kill_tree(None)

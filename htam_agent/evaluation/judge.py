@@ -29,8 +29,8 @@ SABOTAGE_DONE = {"nan": "overwritten with NaN", "identity": "replaced by copies 
 WALL_BOUND = {"cuda": {"factor": 0.7, "abs_ms": 0.05}, "cpu": {"factor": 0.5, "abs_ms": 5.0}}
 
 # The figure of record is the in-process median, believed only down to (1 - SLACK) x the checker's own
-# per-call estimate (its median round trip minus the calibrated no-op's) less that calibration's noise
-# (IQR): a clock slowed inside the candidate's process gains at most this much.
+# per-call estimate (its median round trip minus the calibrated no-op's) less the standard errors of those
+# two medians: a clock slowed inside the candidate's process gains at most this much.
 RECORD_SLACK = {"cuda": 0.05, "cpu": 0.10}
 # Granularity of the two clocks: a reported call longer than the checker's whole request by more is
 # impossible for an honest process (the in-process window lies inside the checker's).
@@ -105,7 +105,11 @@ class WallClock:
         return statistics.median(self.calibration) if self.calibration else 0.0
 
     def noise_ms(self) -> float:
-        return _quantile(self.calibration, 0.75) - _quantile(self.calibration, 0.25) if self.calibration else 0.0
+        """The uncertainty of the two medians the estimate subtracts (about 0.93 IQR / sqrt(n) each)."""
+        def se(xs: list[float]) -> float:
+            return 0.93 * (_quantile(xs, 0.75) - _quantile(xs, 0.25)) / max(len(xs), 1) ** 0.5 if xs else 0.0
+
+        return se(self.calibration) + se(self.walls)
 
     def allowance_ms(self) -> float:
         """Overhead beyond the call that a slow request may still hold (the gross bound's allowance)."""

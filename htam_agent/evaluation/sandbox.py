@@ -82,6 +82,7 @@ class Sandbox:
         self.cand_cls: Any = None
         self.probe = anticheat.KernelProbe()
         self.slots: dict[str, Any] = {"__noop__": lambda *xs: xs[0].clone() if xs else None}
+        self.class_name = "ModelNew"
         self.buffers: dict[str, Any] = {}
         self._maps: dict[str, Any] = {}
         self.outputs: dict[str, Any] = {}
@@ -114,6 +115,7 @@ class Sandbox:
             finally:
                 for fd in msg.fds:
                     os.close(fd)
+            reply["nonce"] = msg.body.get("nonce")
             protocol.send(self.sock, reply, fds)
             for fd in fds:
                 os.close(fd)
@@ -176,12 +178,24 @@ class Sandbox:
         if body.get("probe", True):
             self.probe.install(self.backend.name)
         os.environ["TRITON_CACHE_DIR"] = os.path.join(body["build_root"], "triton")
+        # torch.compile (a baseline timed here, or a candidate's own) writes its cache inside the box
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(os.getcwd(), "inductor")
         # Before any candidate code: from here on this process (and all it starts) writes only to its
         # scratch folder and its build folder, and cannot signal or trace the checker.
         confinement = containment.restrict_writes([os.getcwd(), body["build_root"]]) if body.get(
             "landlock", True) else "landlock not requested"
         confinement += "; " + containment.drop_capabilities()
         return {"device": self.backend.device_info(), "confinement": confinement}
+
+    def op_reference(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """A baseline's sandbox: the task's own `Model` at the job's size, built and timed like a candidate
+        (only ever sent to a sandbox that loads no candidate)."""
+        from .tasks import load_task_source
+
+        task = load_task_source(body["source"], body["path"], size=body["size"], check_inputs=False,
+                                derived=body.get("derived"))
+        self.cand_cls = task.module.Model
+        return {}
 
     def op_load(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         import importlib.util
@@ -197,9 +211,10 @@ class Sandbox:
         sys.modules["htam_candidate"] = module
         spec.loader.exec_module(module)
         self.module = module
-        self.cand_cls = getattr(module, "ModelNew", None)
+        cls = str(body.get("cls") or "ModelNew")  # "Model" when a baseline times the reference here
+        self.cand_cls = getattr(module, cls, None)
         if self.cand_cls is None:
-            raise TypeError("the candidate module defines no `ModelNew`")
+            raise TypeError(f"the candidate module defines no `{cls}`")
         return {"seconds": round(time.perf_counter() - t0, 3)}
 
     def op_alloc(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
@@ -245,7 +260,7 @@ class Sandbox:
         """One forward on the given buffers; the output is kept as `out_id` and handed back."""
         model = self.slots[str(body["slot"])]
         inputs = self._decode(body["inputs"])
-        before = threading.active_count()
+        before, launched = threading.active_count(), self.probe.launches
         with torch.no_grad():
             out = model(*inputs)
         self.backend.synchronize()
@@ -254,6 +269,7 @@ class Sandbox:
         reply["aliases_input"] = _overlaps([out], list(inputs))
         reply["aliases_earlier"] = [k for k, v in keep.items() if _overlaps([out], [v])]
         reply["threads_added"] = threading.active_count() - before
+        reply["launches"] = self.probe.launches - launched
         self.outputs[str(body["out_id"])] = out
         return reply
 
@@ -304,11 +320,22 @@ class Sandbox:
         return {"warmup": warm, "est_ms": (time.perf_counter() - t0) * 1e3 / warm}
 
     def op_timed(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        """One timed call after a `flush`: device timer (events on the GPU) and host clock around it."""
+        """One timed call, under the very protocol of `timing.time_calls` (synchronize, queue the flush,
+        start, call, synchronize the device, stop), so a candidate and a baseline pay the same window. On the
+        CPU the checker flushes the machine's caches itself before the request (`flush` false here): the
+        flush is then beyond the candidate's reach and outside the checker's clock, which it would blur.
+
+        With `seal`, the outputs are handed over inside this request: on the CPU as sealed memfds (their
+        content is fixed when the reply leaves), on the GPU as a device copy made now and kept as `out_id`.
+        An output whose work is deferred to its first read (a lazily mapped page, a pending stream) is
+        finished inside the checker's clock, or is caught stale."""
         model = self.slots[str(body["slot"])]
         inputs = self._decode(body["inputs"])
         self.last = None
-        before = set(threading.enumerate())
+        before, launched = set(threading.enumerate()), self.probe.launches
+        self.backend.synchronize()
+        if body.get("flush", True):  # the GPU's L2 is flushed here; on the CPU the checker flushes its caches
+            self.backend.flush_cache()
         timer = self.backend.new_timer()
         h0 = time.perf_counter_ns()
         timer.start()
@@ -319,7 +346,15 @@ class Sandbox:
         self.last = out
         started = [t for t in threading.enumerate() if t not in before and t.is_alive()]
         self.outliving.extend(started)
-        return {"device_ms": timer.elapsed_ms(), "host_ms": (h1 - h0) / 1e6, "threads_alive": len(started)}
+        reply: dict[str, Any] = {"device_ms": timer.elapsed_ms(), "host_ms": (h1 - h0) / 1e6,
+                                 "threads_alive": len(started), "launches": self.probe.launches - launched}
+        if body.get("seal"):
+            if self.device.type == "cuda":
+                self.outputs[str(body["out_id"])] = _device_copy(out)
+                torch.cuda.synchronize()
+            else:
+                reply.update(self._encode_outputs(out, fds))
+        return reply
 
     def op_threads_ended(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         ended = [t for t in self.outliving if not t.is_alive()]
@@ -373,6 +408,27 @@ class Sandbox:
                    if k not in now or now[k][0] is not obj or now[k][1] is not code]
         return {"changed": sorted(changed)}
 
+    def op_compile_slot(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """torch.compile a slot (the torch.compile baseline) and run it once, so compilation is not timed."""
+        compiled = torch.compile(self.slots[str(body["slot"])])
+        with torch.no_grad():
+            compiled(*self._decode(body["inputs"]))
+        self.backend.synchronize()
+        self.slots[str(body["compiled_slot"])] = compiled
+        return {}
+
+    def op_noop_like(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """The calibration's no-op returns fresh tensors shaped like the reference's outputs, so its round
+        trip holds the same flush and the same hand-over as a timed call (set before any candidate code)."""
+        spec = [(list(shape), getattr(torch, str(dtype))) for shape, dtype in body["outputs"]]
+
+        def noop(*xs: Any) -> Any:
+            outs = [torch.empty(shape, dtype=dtype, device=self.device) for shape, dtype in spec]
+            return outs[0] if len(outs) == 1 else tuple(outs)
+
+        self.slots["__noop__"] = noop
+        return {}
+
     def op_empty_cache(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         gc.collect()
         self.backend.empty_cache()
@@ -380,6 +436,17 @@ class Sandbox:
 
     def op_exit(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         return {}
+
+
+def _device_copy(out: Any) -> Any:
+    """A copy of every tensor of an output (as plain tensors), same nesting: what the output held now."""
+    if isinstance(out, torch.Tensor):
+        return torch.Tensor.as_subclass(out, torch.Tensor).detach().clone()
+    if isinstance(out, (list, tuple)):
+        return type(out)(_device_copy(o) for o in out)
+    if isinstance(out, dict):
+        return {k: _device_copy(v) for k, v in out.items()}
+    return out
 
 
 def _snapshot() -> dict[str, Any]:

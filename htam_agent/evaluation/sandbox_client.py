@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import itertools
 import os
+import secrets
+import select
 import socket
 import stat
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,11 @@ class SandboxDied(RuntimeError):
 
 class SandboxTimeout(RuntimeError):
     pass
+
+
+class ProtocolViolation(RuntimeError):
+    """The sandbox sent what the protocol forbids (a malformed, oversized or out-of-order message): the
+    candidate's doing, whatever phase it happens in, so no phase may read it as an ordinary failure."""
 
 
 class CandidateFailed(RuntimeError):
@@ -89,8 +97,8 @@ class SandboxClient:
         self._ids = itertools.count()
         self._maps: dict[str, Any] = {}
         self.ready: dict[str, Any] | None = None
-        self.on_event: dict[str, Any] = {}  # messages the sandbox may send during a request (a build it asks for)
         self.device_type = "cpu"
+        self.on_event: dict[str, Callable[[protocol.Message], dict[str, Any]]] = {}
 
     # -- requests ------------------------------------------------------------------------------------
     def wait_ready(self, timeout: float) -> dict[str, Any]:
@@ -99,16 +107,37 @@ class SandboxClient:
         return self.ready
 
     def request(self, op: str, timeout: float, **body: Any) -> protocol.Message:
-        """Send a request and wait for its reply; CandidateFailed if the candidate raised."""
+        """Send a request and wait for its reply; CandidateFailed if the candidate raised.
+
+        Each request carries a fresh nonce that its reply must echo. A message waiting before the request
+        was sent, or a reply with another nonce, is a protocol violation by the candidate's process (a
+        forged reply sent ahead, or a real one held back). Messages the sandbox may send while a request
+        runs (`{"event": NAME, "nonce": ...}`, e.g. a build it asks the trusted side for) go to
+        `self.on_event[NAME]`, whose answer is sent back before waiting on."""
         self.wait_ready(timeout)
-        body["op"] = op
+        if self._pending():
+            raise self._violation(f"it sent a message before the '{op}' request was made (a forged or early reply)")
+        nonce = secrets.token_hex(8)
+        body["op"], body["nonce"] = op, nonce
         try:
             protocol.send(self.sock, body)
         except OSError as exc:
             raise self._died() from exc
-        msg = self._recv(timeout)
-        while isinstance(msg.body.get("event"), str) and msg.body["event"] in self.on_event:
-            answer = self.on_event[msg.body["event"]](msg)
+        while True:
+            msg = self._recv(timeout)
+            if msg.body.get("nonce") != nonce:
+                protocol._close_all(msg.fds)
+                raise self._violation(f"its answer to '{op}' did not echo the request's nonce (a reply out of "
+                                      "order, unasked or forged)")
+            event = msg.body.get("event")
+            if event is None:
+                break
+            handler = self.on_event.get(event) if isinstance(event, str) else None
+            if handler is None:
+                protocol._close_all(msg.fds)
+                raise self._violation(f"it sent an unknown event {str(event)[:40]!r} during '{op}'")
+            answer = handler(msg)
+            answer["nonce"] = nonce
             handed = answer.pop("_fds", [])  # descriptors the answer hands over (a verified build), closed here
             try:
                 protocol.send(self.sock, answer, handed)
@@ -116,7 +145,6 @@ class SandboxClient:
                 raise self._died() from exc
             finally:
                 protocol._close_all(handed)
-            msg = self._recv(timeout)
         if msg.body.get("ok") is not True:
             protocol._close_all(msg.fds)
             err = msg.body.get("error")
@@ -128,17 +156,31 @@ class SandboxClient:
         protocol._close_all(msg.fds)
         return msg.body
 
+    def _pending(self) -> bool:
+        """Whether the sandbox has sent anything nobody asked for (a poll, never a wait: a socket with a
+        timeout would wait in recv even with MSG_DONTWAIT)."""
+        try:
+            readable, _, _ = select.select([self.sock], [], [], 0)
+            return bool(readable) and bool(self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except (BlockingIOError, InterruptedError, ValueError):
+            return False
+        except OSError:
+            return False  # gone: the next receive says how
+
+    @staticmethod
+    def _violation(what: str) -> ProtocolViolation:
+        return ProtocolViolation(f"the candidate's process broke the evaluation protocol: {what}")
+
     def _recv(self, timeout: float) -> protocol.Message:
         self.sock.settimeout(max(timeout, 0.001))
         try:
-            return protocol.recv(self.sock)
+            return protocol.recv(self.sock, limit=protocol.MAX_REPLY)
         except TimeoutError as exc:
             raise SandboxTimeout(f"no answer within {timeout:.0f} s") from exc
         except (EOFError, ConnectionError) as exc:
             raise self._died() from exc
         except protocol.ProtocolError as exc:
-            raise CandidateFailed({"kind": "runtime_error",
-                                   "text": f"the candidate's process broke the evaluation protocol: {exc}"}) from exc
+            raise self._violation(str(exc)) from exc
 
     def _died(self) -> SandboxDied:
         try:
@@ -162,7 +204,6 @@ class SandboxClient:
         """Put every tensor of `value` into buffers the sandbox allocates and the checker fills.
 
         Returns the encoded value (tensors replaced by buffer references) and the buffer ids (to free)."""
-        import torch
 
         tensors: list[tuple[str, Any]] = []
 
@@ -176,6 +217,15 @@ class SandboxClient:
         ids = [i for i, _ in tensors]
         specs = [{"id": i, "shape": list(t.shape), "dtype": protocol.dtype_name(t.dtype)} for i, t in tensors]
         msg = self.request("alloc", timeout, buffers=specs)
+        try:
+            return self._fill(msg, tensors, encoded, ids)
+        except protocol.ProtocolError as exc:
+            raise self._violation(str(exc)) from exc
+
+    def _fill(self, msg: protocol.Message, tensors: list[tuple[str, Any]], encoded: Any, ids: list[str]
+              ) -> tuple[Any, list[str]]:
+        import torch
+
         try:
             descs = msg.body.get("buffers")
             if not isinstance(descs, dict):
@@ -233,6 +283,8 @@ class SandboxClient:
                 return None, facts, str(msg.body.get("unsendable") or "the output could not be handed back")
             value = protocol.decode_value(msg.body["value"], lambda d: self.open_output(d, msg.fds))
             return value, facts, None
+        except protocol.ProtocolError as exc:  # an unsealed fd, a malformed description: the candidate's
+            raise self._violation(str(exc)) from exc
         finally:
             protocol._close_all(msg.fds)
 

@@ -37,9 +37,12 @@ def test_an_honest_clock_is_the_figure_of_record():
 
 
 def test_noise_in_the_calibration_loosens_the_bound_instead_of_penalising():
-    noisy = [0.5, 1.5] * 13  # IQR 1 ms: the checker cannot confirm to better than that
-    out = judge.WallClock(noisy, [3.0] * 30, [1.2] * 30).settle(_stats(1.2), "cpu")
-    assert out["median_ms"] == pytest.approx(max(1.2, 0.9 * (2.0 - 1.0)))
+    noisy = [0.5, 1.5] * 13  # IQR 1 ms over 26 requests: the median is known to about 0.18 ms
+    clock = judge.WallClock(noisy, [3.0] * 30, [1.2] * 30)
+    assert clock.noise_ms() == pytest.approx(0.93 / 26 ** 0.5)
+    out = clock.settle(_stats(1.2), "cpu")
+    assert out["median_ms"] == pytest.approx(max(1.2, 0.9 * (clock.checker_ms() - clock.noise_ms())), abs=1e-4)
+    assert out["median_ms"] < 0.9 * clock.checker_ms()
 
 
 def test_a_reported_call_longer_than_the_checkers_request_is_impossible():

@@ -1,0 +1,92 @@
+"""Fair timing: the same computation timed as a candidate and as the eager baseline must get the same time.
+
+    python benchmarks/fair_timing.py [--task htam_agent/tasks/suite/norm_rmsnorm.py] [--backend cpp] [--repeats 5]
+
+The candidate is the task's own `Model`, wrapped in a `ModelNew` that also launches one tiny kernel of the
+backend (so it is a valid candidate), evaluated in the `bare` tier (trials and timing only); the eager
+baseline is measured fresh each round. Both go through the evaluator's one timing protocol. Printed: one
+JSON line per round (candidate and eager medians, their ratio, which clock was of record), then a summary
+line with the median ratio and its min/max. Budget (issue 25): within 2% of 1.0.
+Imports only torch and the standard library (through the evaluator): runs on a bare GPU host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import tempfile
+from pathlib import Path
+
+from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CPP_TOUCH = '''
+import torch.utils.cpp_extension as _cpp_ext
+_touch_ext = _cpp_ext.load_inline(
+    name="htam_fair_timing_touch",
+    cpp_sources="#include <torch/extension.h>\\nvoid touch(torch::Tensor t) { (void)t.numel(); }\\n",
+    functions=["touch"], verbose=False)
+'''
+
+CUDA_TOUCH = '''
+import torch.utils.cpp_extension as _cpp_ext
+_touch_ext = _cpp_ext.load_inline(
+    name="htam_fair_timing_touch_cuda",
+    cpp_sources="void touch(torch::Tensor t);",
+    cuda_sources="#include <torch/extension.h>\\n__global__ void k(float* p) { if (threadIdx.x == 1024) p[0] = 0; }\\n"
+                 "void touch(torch::Tensor t) { k<<<1, 32>>>(t.data_ptr<float>()); }\\n",
+    functions=["touch"], verbose=False)
+'''
+
+WRAPPER = '''
+
+class ModelNew(torch.nn.Module):
+    """The reference's own computation, plus one launch of a kernel that does nothing."""
+
+    def __init__(self, *args):
+        super().__init__()
+        self.m = Model(*args)
+        self.register_buffer("_probe", torch.zeros(1))
+
+    def forward(self, *xs):
+        _touch_ext.touch(self._probe)
+        return self.m(*xs)
+'''
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--task", default=str(ROOT / "htam_agent/tasks/suite/norm_rmsnorm.py"))
+    ap.add_argument("--backend", default="cpp", choices=("cpp", "cuda"))
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--build-root", default=None)
+    args = ap.parse_args()
+    task_source = Path(args.task).read_text()
+    if "import torch\n" not in task_source:
+        task_source = "import torch\n" + task_source
+    source = task_source + (CPP_TOUCH if args.backend == "cpp" else CUDA_TOUCH) + WRAPPER
+    build_root = args.build_root or tempfile.mkdtemp(prefix="htam-fair-")
+    ev = Evaluator(EvalOptions(backend=args.backend, tier="bare", build_root=build_root), store=None)
+    cand = Candidate(task_path=args.task, source=source)
+    ratios = []
+    for r in range(args.repeats):
+        base = ev.baseline(cand, fresh=True)
+        v = ev.evaluate(cand, use_store=False)
+        if not v["accepted"]:
+            raise SystemExit(f"the wrapped reference was not accepted: {v['reason']}")
+        c, e = v["timing"]["candidate"], base["timing"]["eager"]
+        ratios.append(c["median_ms"] / e["median_ms"])
+        print(json.dumps({"round": r, "candidate_ms": c["median_ms"], "eager_ms": e["median_ms"],
+                          "ratio": round(ratios[-1], 4), "candidate_clock": c.get("clock"),
+                          "eager_clock": e.get("clock"), "candidate_spread_pct": c.get("spread_pct"),
+                          "eager_spread_pct": e.get("spread_pct")}), flush=True)
+    print(json.dumps({"task": Path(args.task).stem, "backend": args.backend, "machine": platform.node(),
+                      "rounds": len(ratios), "median_ratio": round(statistics.median(ratios), 4),
+                      "min_ratio": round(min(ratios), 4), "max_ratio": round(max(ratios), 4)}))
+
+
+if __name__ == "__main__":
+    main()
