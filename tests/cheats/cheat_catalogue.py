@@ -165,15 +165,29 @@ CPP_CHEATS: list[Cheat] = [
     _c("cpp/p19_read_reference_outputs.py", "norm_softmax", 19, *VALUES),
     _c("cpp/p19_seed_replay.py", "norm_softmax", 19, *VALUES),
     _c("cpp/p19_signal_checker.py", "elementwise_leaky_relu", 19, *VALUES),
+    # Processes and disk (issue 25, classes 9 and 10): nothing they start or write outlives them; their honest
+    # victims run after them in tests/cheats/test_boundary_processes.py.
+    _c("cpp/p19_escape_setsid_chain.py", "elementwise_leaky_relu", 19, *VALUES),
+    _c("cpp/p18_fill_shm_and_build_root.py", "elementwise_leaky_relu", 18, *VALUES),
     # Shared builds (issue 25, classes 6-8): the shared cache is read-only to sandboxes and written by the
     # checker alone; their honest victims run after them in tests/cheats/test_boundary_builds.py.
     _c("cpp/p19_pch_poison.py", "elementwise_leaky_relu", 19, *VALUES),
     _c("cpp/p19_stale_build_lock.py", "elementwise_leaky_relu", 19, *VALUES),
     _c("cpp/p19_so_swap.py", "elementwise_leaky_relu", 19, *VALUES),
-    # Processes and disk (issue 25, classes 9 and 10): nothing they start or write outlives them; their honest
-    # victims run after them in tests/cheats/test_boundary_processes.py.
-    _c("cpp/p19_escape_setsid_chain.py", "elementwise_leaky_relu", 19, *VALUES),
-    _c("cpp/p18_fill_shm_and_build_root.py", "elementwise_leaky_relu", 18, *VALUES),
+    # The protocol and the evidence checks (issue 25, classes 3, 5 and 11); their honest victims run after
+    # them in tests/cheats/test_boundary_protocol.py.
+    _c("cpp/p19_forged_early_reply.py", "elementwise_leaky_relu", 19, "protocol_violation"),
+    _c("cpp/p19_deep_json_reply.py", "elementwise_leaky_relu", 19, "protocol_violation"),
+    _c("cpp/p10_evidence_detected.py", "elementwise_leaky_relu", 10, "kernel_use_not_shown"),
+]
+
+# Cheats that move work out of the timed window or slow the in-process clock (issue 25, classes 1, 2 and 4):
+# their numbers are right, so they may be accepted, but the checker's clock bounds their time of record to
+# their honest twin's (tests/cheats/test_boundary_protocol.py).
+CLOCK_BOUNDED: list[Cheat] = [
+    _c("cpp/p19_lazy_output_pages.py", "elementwise_leaky_relu", 19),
+    _c("cpp/p19_flush_shadow.py", "elementwise_leaky_relu", 19),
+    _c("cpp/p19_slow_clock_below_bound.py", "elementwise_leaky_relu", 19),
 ]
 
 # Cheats the trust boundary made harmless: what they patch lives in the checker now, so they are honest
@@ -201,6 +215,7 @@ HONEST: list[Honest] = [
     Honest("honest/h16_hardtanh_init_args.py", "elementwise_hardtanh_scale"),
     Honest("honest/h17_relu_unit_interval.py", "kb_relu_rand"),
     Honest("honest/h18_softmax_unit_interval.py", "kb_softmax_rand"),
+    Honest("honest/h19_leaky_plain.py", "elementwise_leaky_relu"),
 ]
 
 # GPU cheats: run on the device host (`pytest -m gpu tests/cheats/test_cheats_gpu.py`). Their `caught_by` is a

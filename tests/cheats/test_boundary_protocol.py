@@ -11,7 +11,7 @@ before. One session build of the catalogue's shared extension serves every candi
 from __future__ import annotations
 
 import pytest
-from cheat_catalogue import HERE, task_path
+from cheat_catalogue import CLOCK_BOUNDED, HERE, task_path
 from sync_extension import source_of
 
 from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
@@ -70,8 +70,7 @@ def test_protocol_attacks_are_turned_down_and_leave_the_victim_alone(evaluator, 
     _victim_unharmed(evaluator, twin)
 
 
-@pytest.mark.parametrize("name", ["p19_lazy_output_pages.py", "p19_flush_shadow.py",
-                                  "p19_slow_clock_below_bound.py"])
+@pytest.mark.parametrize("name", [c.file.removeprefix("cpp/") for c in CLOCK_BOUNDED])
 def test_work_outside_the_window_and_slowed_clocks_gain_nothing(evaluator, twin, name):
     v = _evaluate(evaluator, name)
     if v["accepted"]:

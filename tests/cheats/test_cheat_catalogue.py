@@ -14,6 +14,7 @@ import re
 import pytest
 import sync_extension
 from cheat_catalogue import (
+    CLOCK_BOUNDED,
     CPP_CHEATS,
     GPU_CHEATS,
     GPU_HONEST,
@@ -28,7 +29,7 @@ from cheat_catalogue import (
 from htam_agent.evaluation.backends import get_backend
 from htam_agent.evaluation.tasks import load_task
 
-ALL_CHEATS = [*CPP_CHEATS, *GPU_CHEATS, SIDE_STREAM, *NEUTRALISED]
+ALL_CHEATS = [*CPP_CHEATS, *GPU_CHEATS, SIDE_STREAM, *NEUTRALISED, *CLOCK_BOUNDED]
 ALL_HONEST = [*HONEST, *GPU_HONEST]
 
 

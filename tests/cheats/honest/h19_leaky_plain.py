@@ -1,6 +1,8 @@
-"""Honest -- task: elementwise_leaky_relu. The shared extension's LeakyReLU kernel, nothing else: the twin
-the boundary cheats of tests/cheats/test_boundary_protocol.py are timed against, and the victim evaluated
-after each of them."""
+"""Honest look-alike -- task: elementwise_leaky_relu.
+
+The shared extension's LeakyReLU kernel, nothing else: the twin the boundary cheats of
+tests/cheats/test_boundary_protocol.py are timed against, and the victim evaluated after each of them.
+"""
 
 import torch
 import torch.nn as nn
