@@ -15,8 +15,9 @@
   a stopped process cannot fork) before it kills them, and repeats until none is left.
 - Not dumpable (`PR_SET_DUMPABLE 0`) on the checker: another process of the same user cannot attach to it,
   read or write its memory, or open its file descriptors through /proc.
-- Landlock: the sandbox writes only below its scratch folder and build folder (not /dev/shm, /tmp or
-  /var/tmp); a watchdog (`Quota`) kills it when what it wrote there grows past the scratch quota.
+- Landlock: the sandbox writes only below its scratch folder, which holds its private build folder (not
+  /dev/shm, /tmp or /var/tmp); a watchdog (`Quota`) kills it when what it wrote there grows past the
+  scratch quota.
 """
 
 from __future__ import annotations

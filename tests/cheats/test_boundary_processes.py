@@ -94,7 +94,7 @@ def test_fill_is_refused_outside_its_folders_and_removed_inside(build_root, solo
     assert wrote["build"] > 0 and wrote["scratch"] > 0, wrote  # it did fill its own folders ...
     left = [str(p) for p in [Path("/dev/shm", FILL_NAME), Path(tempfile.gettempdir(), FILL_NAME),
                              Path("/var/tmp", FILL_NAME), *Path(build_root).rglob(FILL_NAME),
-                             *Path(tempfile.gettempdir()).glob(f"htam-sandbox-*/{FILL_NAME}")] if p.exists()]
+                             *Path(tempfile.gettempdir()).glob(f"htam-sandbox-*/**/{FILL_NAME}")] if p.exists()]
     assert left == []  # ... and nothing of it is left
     _victim_matches_solo(build_root, solo)
 

@@ -5,9 +5,9 @@ outside its scratch folder, to its build folder and to its scratch folder, in 4 
 stderr what it could write (`P18_FILL {...}`). The red team's 1 GB in /dev/shm and 1 GB in the build root
 stayed after the evaluation. Its outputs use the wrong slope.
 Caught: the trials fail (values). Landlock closes /dev/shm, /tmp and /var/tmp to it; files are capped by
-RLIMIT_FSIZE (HTAM_SANDBOX_FILE_MB) and what it adds to its scratch and build folders by the scratch quota
-(HTAM_SANDBOX_QUOTA_MB), whose watchdog kills the sandbox; its scratch folder, what its uid owns in the
-shared temporary folders and the loose files it left in its build folder go after the evaluation
+RLIMIT_FSIZE (HTAM_SANDBOX_FILE_MB) and what it adds to its scratch folder (its private build folder
+inside) by the scratch quota (HTAM_SANDBOX_QUOTA_MB), whose watchdog kills the sandbox; the scratch folder
+and what its uid owns in the shared temporary folders go after the evaluation
 (tests/cheats/test_boundary_processes.py, with an honest victim after it).
 """
 
