@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,34 @@ from htam_agent.tasks import SUITE_DIR
 def build_root(tmp_path_factory: pytest.TempPathFactory) -> str:
     env = os.environ.get("HTAM_TEST_BUILD_DIR")  # reuse builds across local runs if set
     return env or str(tmp_path_factory.mktemp("builds"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_build_root_per_session(build_root: str) -> Iterator[None]:
+    """Every evaluator of the session builds into `build_root`, asked for or not (an EvalOptions without a
+    build_root, a CLI in a subprocess, a Ray worker): the precompiled header, the cheat catalogue's shared
+    extension and each honest candidate are then built once per run, not once per folder that tests chose."""
+    old = os.environ.get("HTAM_BUILD_DIR")
+    os.environ["HTAM_BUILD_DIR"] = build_root
+    yield
+    if old is None:
+        os.environ.pop("HTAM_BUILD_DIR", None)
+    else:
+        os.environ["HTAM_BUILD_DIR"] = old
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`gpu` tests skip without a CUDA device, so a `-m` of one's own (`-m "not slow"`, the fast lane, replaces
+    addopts' `-m 'not gpu'`) still runs cleanly on a CPU machine."""
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        skip = pytest.mark.skip(reason="gpu: no CUDA device here (run on the device host)")
+        for item in gpu:
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

@@ -92,6 +92,7 @@ def test_every_task_has_a_triton_candidate():
         assert candidate_files(stem, "triton"), f"{stem}: no triton candidate"
 
 
+@pytest.mark.slow  # fast lane: 15-30 s each in the Triton interpreter
 @pytest.mark.parametrize("path", _candidates(), ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_triton_candidate_in_interpreter(path: Path):
     pytest.importorskip("triton", reason="triton is not installed (pip install 'htam-agent[triton]')")

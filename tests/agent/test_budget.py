@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from htam_agent.agent import run_optimization
 from htam_agent.context import RunContext
 
 from .scripted_coder import ScriptedCoder, softmax_task
 
 
+@pytest.mark.slow  # fast lane: ~35 s, a run of real evaluations
 def test_max_evaluations_stops_the_run(agent_env: Path) -> None:
     coder = ScriptedCoder([None] * 5)  # no code: a cheap, evaluated failure per candidate
     ctx = RunContext.from_env(backend="cpp", steps=5, candidates=2, max_evaluations=3, baselines=())

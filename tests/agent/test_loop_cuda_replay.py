@@ -36,6 +36,7 @@ def _gpu_verdicts() -> dict[str, dict]:
     return out
 
 
+@pytest.mark.slow  # fast lane: ~18 s, a replayed cuda run
 def test_cuda_loop_replays_h200_verdicts(agent_env: Path, openai_server, monkeypatch: pytest.MonkeyPatch) -> None:
     gpu = _gpu_verdicts()
     store = VerdictStore(agent_env / "verdicts")

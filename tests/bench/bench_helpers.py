@@ -16,7 +16,10 @@ from htam_agent.context import RunContext
 from htam_agent.run.result import RunResult
 from htam_agent.state import StepRecord
 
-BUILD_ROOT = os.environ.get("HTAM_TEST_BUILD_DIR") or "/tmp/htam_test_builds"
+
+def _build_root() -> str:
+    """The session's build folder (tests/conftest.py sets HTAM_BUILD_DIR), read when a run starts."""
+    return os.environ.get("HTAM_BUILD_DIR") or os.environ.get("HTAM_TEST_BUILD_DIR") or "/tmp/htam_test_builds"
 
 
 def evaluating_run_fn(task_path: str, ctx: RunContext, *, run_id: str | None = None) -> RunResult:
@@ -28,7 +31,7 @@ def evaluating_run_fn(task_path: str, ctx: RunContext, *, run_id: str | None = N
     files = candidate_files(stem, "cpp")[: ctx.steps * ctx.candidates]
     if not files:
         raise RuntimeError(f"no bundled cpp candidate for {stem}")
-    opts = EvalOptions(backend="cpp", baselines=("eager",), build_root=BUILD_ROOT, alt_size=None, trials=2,
+    opts = EvalOptions(backend="cpp", baselines=("eager",), build_root=_build_root(), alt_size=None, trials=2,
                        timing_plan={"target_s": 0.05, "min_reps": 3, "max_reps": 10})
     art = Path(ctx.runs_path()) / (run_id or stem)
     art.mkdir(parents=True, exist_ok=True)

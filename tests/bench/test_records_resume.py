@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from bench_helpers import logging_run_fn
 
 from htam_agent.bench.records import KEY_FIELDS, RecordStore, record_key
@@ -64,6 +65,7 @@ def _starts(log: Path) -> Counter:
     return Counter(line.split()[1] for line in log.read_text().splitlines() if line.startswith("start"))
 
 
+@pytest.mark.slow  # fast lane: ~40 s, a bench killed and resumed
 def test_kill_9_mid_bench_then_resume_loses_and_repeats_nothing(tmp_path):
     bench, log = tmp_path / "bench", tmp_path / "calls.log"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT)])}

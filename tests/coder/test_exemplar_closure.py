@@ -32,7 +32,7 @@ def _covered(backend: str) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("backend", ["cuda", "triton", "cpp"])
+@pytest.mark.parametrize("backend", [pytest.param("cuda", marks=pytest.mark.slow), "triton", "cpp"])  # cuda: ~50 s
 def test_every_move_from_every_variant_stays_enumerated(backend: str) -> None:
     coder = ExemplarCoder()
     for stem in _covered(backend):

@@ -39,7 +39,7 @@ def chroma_server(tmp_path_factory):
     server.stop()
 
 
-@pytest.fixture(params=["embedded", "server"])
+@pytest.fixture(params=["embedded", pytest.param("server", marks=pytest.mark.slow)])  # fast lane: embedded only
 def store_config(request, tmp_path, embedding_model) -> MemoryConfig:
     """The same store tests run against the embedded PersistentClient and a real server (HttpClient)."""
     if request.param == "server":

@@ -34,6 +34,7 @@ def _learned(mem: HTAMemory, sid: str, title: str) -> Strategy:
     return Strategy.model_validate({**base.model_dump(), "id": sid, "title": title})
 
 
+@pytest.mark.slow  # fast lane: ~17 s, four writer processes
 def test_writers_on_four_hosts_lose_nothing(tmp_path, chroma_server):
     prefix, go, n = f"t{uuid.uuid4().hex[:10]}", tmp_path / "go", 40
     tags = ["h1", "h2", "h3", "h4"]

@@ -252,6 +252,7 @@ class ModelNew(torch.nn.Module):
 '''
 
 
+@pytest.mark.slow  # fast lane: ~16 s, cards embedded
 def test_accepted_kernel_becomes_a_card_for_the_same_class_and_backend_only(mem, tmp_path, embedding_model):
     before = st("normalization", "correct_slow", speedup=1.2, text="LayerNorm over 4096 features")
     assert mem.learn_card(before, PM, code=KERNEL, plan="x", speedup_after=1.25) is None  # under the margin
