@@ -100,3 +100,15 @@ def test_strategies_follow_the_shapes_and_near_the_roofline_the_advice_says_what
     req = CodeRequest(task_name="t", task_source=SOFTMAX_SRC, backend="cuda", direction=MA, step=1,
                       best_code="# best", best_verdict=v, advice=(DirectionAdvice(MA, "Memory access", "x"),))
     assert text in render_request(req).user
+
+
+def test_applicability_bounds_on_the_best_kernels_state():
+    """A bound on the best kernel's roofline fraction: a task without a timed best passes, one outside fails."""
+    from htam_agent.memory.schema import Applicability
+
+    a = Applicability(op_classes=["normalization"], bottlenecks=["memory"], backends=["cuda"],
+                      shapes={"row": (None, 4096)}, roofline=(None, 0.7))
+    assert a.why_not({}, None) == "" and a.why_not({"row": 1024}, 0.5) == ""
+    assert a.why_not({"row": 1024}, 0.79) == "written for kernels at <= 70% of the roofline; the best is at 79%"
+    assert a.why_not({"row": 393216}, None) == "written for row <= 4,096; this task has 393,216"
+    assert a.bounds_text() == "row <= 4,096, best at <= 70% of the roofline"
