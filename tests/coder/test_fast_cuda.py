@@ -24,7 +24,7 @@ from htam_agent.coder.exemplar.fast_cuda import FAST_LAUNCHER, to_fast_form
 
 REPO = Path(__file__).resolve().parents[2]
 FAST_FILES = sorted((REPO / "benchmarks" / "kernelbench_candidates" / "honest").glob("*.py")) + sorted(
-    (REPO / "htam_agent" / "tasks" / "candidates").glob("*/cuda_fast.py"))
+    (REPO / "htam_agent" / "tasks" / "candidates").glob("*/cuda_fast*.py"))
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 
 
@@ -44,7 +44,7 @@ def test_parameter_types_map_to_what_the_launcher_packs():
 
 
 def test_every_fast_form_file_carries_the_launcher_unchanged():
-    assert len(FAST_FILES) == 45
+    assert len(FAST_FILES) == 47
     for path in FAST_FILES:
         text = path.read_text()
         assert FAST_LAUNCHER in text, path
@@ -115,37 +115,47 @@ extern "C" __global__ void __launch_bounds__(128) fill(float* y, long long n) {
         g["_fast_kernel"](source, "missing")
 
 
-def _sources(path: Path) -> list[str]:
-    """Every kernel source a fast-form file builds: its module-level source strings (templates filled as the
-    file fills them)."""
-    g: dict = {"__name__": f"fast_{path.stem}"}
-    exec(compile(path.read_text(), str(path), "exec"), g)
-    found = [v for k, v in g.items() if isinstance(v, str) and "__global__" in v and k != "_FAST_GLUE"
-             and "SLOPE" not in v]
-    if "_SOURCE_TEMPLATE" in g:
-        found.append(g["_SOURCE_TEMPLATE"].replace("SLOPE", repr(0.01)))
-    return found
+class _Recorder:
+    """Stands in for load_inline: records the cuda_sources and answers a module with every tabled kernel."""
+
+    def __init__(self) -> None:
+        self.sources: list[str] = []
+
+    def __call__(self, name, cpp_sources, **kw):
+        assert kw["no_implicit_headers"] is True and "#include <torch" not in kw["cuda_sources"]
+        self.sources.append(kw["cuda_sources"])
+        table = re.findall(r'\{"(\w+)", \(const void\*\)\1,', kw["cuda_sources"])
+        return types.SimpleNamespace(**{k: (lambda *a: None) for k in table})
 
 
-def _compile_table(source: str) -> str:
-    """nvcc -c of what _fast_kernel hands load_inline as cuda_sources (kernels plus the launcher's table)."""
+def _cuda_sources(path: Path) -> list[str]:
+    """Everything a fast-form file hands load_inline as cuda_sources (kernels plus the launcher's table): what
+    it builds at import, and its module-level kernel sources built later (templates filled as the file does)."""
     import torch.utils.cpp_extension as ext
 
-    captured: dict = {}
-    g = _launcher()
-    saved = ext.load_inline
-    ext.load_inline = lambda name, cpp_sources, **kw: captured.update(kw) or types.SimpleNamespace()
+    rec, saved = _Recorder(), ext.load_inline
+    ext.load_inline = rec
     try:
-        with pytest.raises(ValueError):  # the stand-in module has no kernels: only the sources were wanted
-            g["_fast_kernel"](source, "__none__")
+        g: dict = {"__name__": f"fast_{path.stem}"}
+        exec(compile(path.read_text(), str(path), "exec"), g)
+        strings = [v for k, v in g.items() if isinstance(v, str) and "__global__" in v and k != "_FAST_GLUE"
+                   and "SLOPE" not in v]
+        if "_SOURCE_TEMPLATE" in g:
+            strings.append(g["_SOURCE_TEMPLATE"].replace("SLOPE", repr(0.01)))
+        for src in strings:
+            names = re.findall(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)', src)
+            assert names, path
+            g["_fast_kernel"](src, names[0])
+            assert all(f'{{"{n}", (const void*){n},' in rec.sources[-1] for n in names), path
     finally:
         ext.load_inline = saved
-    assert captured["no_implicit_headers"] is True and "torch" not in captured["cuda_sources"]
-    names = re.findall(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)', source)
-    assert names and all(f'{{"{n}", (const void*){n},' in captured["cuda_sources"] for n in names)
+    return rec.sources
+
+
+def _nvcc(cuda_sources: str) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         cu = Path(tmp) / "k.cu"
-        cu.write_text(captured["cuda_sources"])
+        cu.write_text(cuda_sources)
         proc = subprocess.run(["nvcc", "-c", "-arch=sm_90", "-std=c++17", "-o", str(Path(tmp) / "k.o"), str(cu)],
                               capture_output=True, text=True, timeout=300)
     return "" if proc.returncode == 0 else proc.stderr[-2000:]
@@ -154,10 +164,10 @@ def _compile_table(source: str) -> str:
 @pytest.mark.slow
 @needs_nvcc
 def test_every_fast_form_candidate_compiles_with_nvcc():
-    """The 42 KernelBench and 3 bundled fast-form rewrites: every kernel source with its launcher table."""
-    jobs = [(path, src) for path in FAST_FILES for src in _sources(path)]
+    """The 42 KernelBench and 5 bundled fast-form rewrites: every kernel source with its launcher table."""
+    jobs = [(path, cu) for path in FAST_FILES for cu in _cuda_sources(path)]
     assert {p for p, _ in jobs} == set(FAST_FILES)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        errors = list(pool.map(lambda job: _compile_table(job[1]), jobs))
+        errors = list(pool.map(_nvcc, [cu for _, cu in jobs]))
     failed = [(p.name, err) for (p, _), err in zip(jobs, errors, strict=True) if err]
     assert not failed, "\n\n".join(f"{who}:\n{err}" for who, err in failed[:5])
