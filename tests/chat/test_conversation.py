@@ -23,7 +23,7 @@ from htam_agent.chat.runview import RunView, list_runs
 
 from .scripted import TASK, WRONG_RMSNORM, call, session
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # real C++ builds, cold on a busy host
 TESTS = Path(__file__).resolve().parents[1]
 
 

@@ -19,7 +19,7 @@ from htam_agent.chat.runs import RunManager
 from htam_agent.context import RunContext
 from htam_agent.tasks import SUITE_DIR
 
-pytestmark = [pytest.mark.ui, pytest.mark.slow]
+pytestmark = [pytest.mark.ui, pytest.mark.slow, pytest.mark.timeout(1800)]  # two C++ builds, cold on a busy host
 
 PLOT_SRC = "(document.querySelector('#speedup-plot img') || {}).src || ''"
 TABLE = "#steps-table"
