@@ -6,7 +6,8 @@ Rules, in order:
    The Python block that defines `class ModelNew` is the candidate; when several do, the last one (models
    revise as they go) and the reason says so.
 3. A separate kernel-source block is merged only when clearly needed: the candidate passes a module-level
-   name that it never defines to `load_inline(cuda_sources=/cpp_sources=)` or `torch.cuda._compile_kernel`,
+   name that it never defines to `load_inline(cuda_sources=/cpp_sources=)`, `torch.cuda._compile_kernel` or
+   the fast CUDA launcher's `_fast_kernel`,
    and exactly one unused non-Python block fits (CUDA code with `__global__` for CUDA sources, C++ for the
    declarations). Anything ambiguous is refused with a reason, so the coder asks again.
 4. No fenced block: bare code that defines `ModelNew` is accepted (leading and trailing prose trimmed);
@@ -134,7 +135,7 @@ def _source_slots(tree: ast.Module) -> list[tuple[str, str]]:
                     for value in (kw.value.elts if isinstance(kw.value, (ast.List, ast.Tuple)) else [kw.value]):
                         if isinstance(value, ast.Name):
                             slots.append((value.id, "cuda" if kw.arg == "cuda_sources" else "cpp"))
-        elif fname == "_compile_kernel" and node.args and isinstance(node.args[0], ast.Name):
+        elif fname in ("_compile_kernel", "_fast_kernel") and node.args and isinstance(node.args[0], ast.Name):
             slots.append((node.args[0].id, "cuda"))
     return slots
 

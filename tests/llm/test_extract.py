@@ -136,3 +136,16 @@ def test_fences_with_tildes_longer_backticks_and_indentation():
     assert [b.lang for b in blocks] == ["py", "python"]
     assert blocks[0].code == "class ModelNew: pass\n"
     assert blocks[1].code == "a = '```'\n" and blocks[1].closed
+
+
+def test_a_separate_kernel_block_of_the_fast_form_is_merged():
+    from pathlib import Path
+
+    fast = (Path(__file__).resolve().parents[2] / "htam_agent" / "tasks" / "candidates" / "reduction_row_sum"
+            / "cuda_fast_warp.py").read_text()
+    kernel = fast.split('_SOURCE = r"""')[1].split('"""')[0]
+    python = fast.replace('_SOURCE = r"""' + kernel + '"""\n', "")
+    assert "_SOURCE =" not in python and '_fast_kernel(_SOURCE, "row_sum_warp")' in python
+    result = extract_code("The kernel:\n" + fenced(kernel, "cuda") + "\nThe module:\n" + fenced(python), "cuda")
+    assert result.ok, result.reason
+    assert "merged 1 separate source block(s) as _SOURCE" in result.reason
