@@ -52,8 +52,11 @@ def test_scripted_llm_drives_the_loop(agent_env: Path, openai_server, monkeypatc
     assert "class Model" in first and result.steps[0]["direction"] in first
     assert any(s in first for s in result.steps[0]["strategies"])
     assert "ModelNew" in json.dumps(reqs[1].messages[-1])            # asked again for code
-    repair_prompt = json.dumps(reqs[2].messages)
-    assert "not C++" in repair_prompt or "compile" in repair_prompt  # the compiler's message reached the model
+    # the compiler's own message reached the model, in the quoted feedback (the template and the failed code
+    # are elsewhere in the message, so a word they contain proves nothing)
+    repair_user = reqs[2].messages[-1]["content"]
+    feedback = repair_user.split("It failed the evaluator:", 1)[1].split("The failed candidate:", 1)[0]
+    assert "compile_error" in feedback and "error:" in feedback and "this is not C++" in feedback, feedback
     assert "cpp" in json.dumps(reqs[4].messages[-1]).lower()         # told it answered in the wrong backend
 
     root = Path(result.artifact_dir)
