@@ -63,10 +63,10 @@ def test_page_renders_starts_a_run_updates_and_resumes_on_a_button(ui_env: Path,
 
             b.type_into("#task-input textarea", (SUITE_DIR / "norm_rmsnorm.py").read_text())
             b.click("#start")
-            b.wait_for("document.querySelector('#run-status').innerText.includes('Waiting for your decision')", 120,
+            b.wait_for("document.querySelector('#run-status').innerText.includes('Waiting for your decision')", 600,
                        "the run to pause before step 0")
             assert b.enabled("#btn-accept")
-            empty_plot = b.wait_for(PLOT_SRC, 30, "the speedup plot")
+            empty_plot = b.wait_for(PLOT_SRC, 120, "the speedup plot")
             assert "running" in b.text(TABLE) or "policy" in b.text(TABLE)
             b.screenshot(shots / "02_paused.png")
 
@@ -76,16 +76,16 @@ def test_page_renders_starts_a_run_updates_and_resumes_on_a_button(ui_env: Path,
             b.wait_for(f"document.querySelector('{TABLE}').innerText.includes('#1 accepted')", 600,
                        "step 0's verdict in the table")
             first_plot = b.wait_for(f"(() => {{ const s = {PLOT_SRC}; return s && s !== {json.dumps(empty_plot)} && s; }})()",
-                                    30, "the plot to show step 0's speedup")
-            b.wait_for("document.querySelector('#run-status').innerText.includes('Waiting for your decision')", 120,
+                                    120, "the plot to show step 0's speedup")
+            b.wait_for("document.querySelector('#run-status').innerText.includes('Waiting for your decision')", 600,
                        "the pause before step 1")
             b.wait_for("(() => { const b = document.querySelector('#btn-accept'); return b && !b.disabled; })()", 30,
                        "the Accept button")
             b.click("#btn-accept")
             b.wait_for(f"document.querySelector('{TABLE}').innerText.includes('#2 ')", 600,
                        "step 1's verdict in the table")
-            b.wait_for("document.querySelector('#run-status').innerText.includes('finished')", 120, "the run's end")
-            b.wait_for(f"(() => {{ const s = {PLOT_SRC}; return s && s !== {json.dumps(first_plot)}; }})()", 30,
+            b.wait_for("document.querySelector('#run-status').innerText.includes('finished')", 600, "the run's end")
+            b.wait_for(f"(() => {{ const s = {PLOT_SRC}; return s && s !== {json.dumps(first_plot)}; }})()", 120,
                        "the plot to show step 1")
             assert "class ModelNew" in b.eval("document.querySelector('#best-code').innerText")
             assert "best: candidate" in b.text("#best-verdict") and "roofline fraction" in b.text("#best-verdict")
