@@ -285,7 +285,7 @@ class Sandbox:
         for oid in body["ids"]:
             out = self.outputs.pop(str(oid), None)
             sizes += [t.untyped_storage().nbytes() for t in flatten_outputs(out) if isinstance(t, torch.Tensor)]
-        del out
+            del out
         if body.get("poison", True):
             # Blocks the size of the freed outputs, filled with NaN: an output allocated but never written
             # shows it (cheat pattern 1).
