@@ -40,6 +40,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .sandbox_client import SandboxTimeout
+
 BUILDER_VERSION = 1
 LOCK_LIMIT_S = 900.0  # longer than any honest build (the compile phase's limit is 600 s)
 MAX_SOURCE_BYTES = 2 << 20
@@ -70,6 +72,10 @@ _ENV_FAILURE = ("no space left on device", "killed signal terminated program", "
 
 class NotShared(ValueError):
     """These arguments are built in the candidate's private root, not in the shared cache."""
+
+
+class BuildTimeout(SandboxTimeout):
+    """The candidate's build ran past the compile phase's limit: the evaluation ends as a timeout."""
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -132,15 +138,16 @@ _TOOLS: dict[str, str] = {}
 
 
 def _tool_version(cmd: list[str]) -> str:
-    """First line of `cmd --version`, once per process (a compiler upgrade changes every key)."""
+    """Which compiler binary this is (resolved path, size, mtime): an upgrade changes every key. A stat, not
+    `--version`: a process per evaluation would cost every cache hit a fork and exec."""
     key = " ".join(cmd)
     if key not in _TOOLS:
-        import subprocess
-
+        found = shutil.which(cmd[0]) or cmd[0]
         try:
-            out = subprocess.run([*cmd, "--version"], capture_output=True, text=True, timeout=60)
-            _TOOLS[key] = " | ".join(out.stdout.strip().splitlines()[-2:] or [f"status {out.returncode}"])
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            real = os.path.realpath(found)
+            st = os.stat(real)
+            _TOOLS[key] = f"{real} {st.st_size} {st.st_mtime_ns}"
+        except OSError as exc:
             _TOOLS[key] = f"unavailable: {exc}"
     return _TOOLS[key]
 
@@ -417,6 +424,9 @@ class BuildService:
                 fd = open_verified(answer["so"], answer["sha256"])
                 fact["seconds"] = round(time.perf_counter() - t0, 3)
                 return {"build": answer, "_fds": [fd]}  # the sandbox reads the module through this descriptor
+        except BuildTimeout:  # raised through the checker's request: a timeout verdict, never stored
+            fact["cache"], fact["seconds"] = "failed", round(time.perf_counter() - t0, 3)
+            raise
         except NotShared as exc:
             fact["cache"] = "private"
             answer = {"ok": False, "private": True, "why": str(exc)}
@@ -514,7 +524,7 @@ class BuildService:
             ok, text = _confined(work, [str(build_dir), str(tmp)], deadline)
             if not ok:
                 if text == "timeout":
-                    raise RuntimeError(f"the build of {spec['name']} ran past the compile phase's limit")
+                    raise BuildTimeout(f"the build of {spec['name']} ran past the compile phase's limit")
                 fact["cache"] = "failed"
                 if environment_failure(text) or text.startswith("refusing to build unconfined"):
                     fact["environment"] = True
@@ -597,5 +607,5 @@ class BuildService:
                 lock.release()
 
 
-__all__ = ["BuildService", "NotShared", "OwnedLock", "environment_failure", "key_of", "normalize", "open_verified",
+__all__ = ["BuildService", "BuildTimeout", "NotShared", "OwnedLock", "environment_failure", "key_of", "normalize", "open_verified",
            "sha256_fd", "sha256_file"]
