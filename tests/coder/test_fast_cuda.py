@@ -162,6 +162,7 @@ def _nvcc(cuda_sources: str) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # 47 nvcc runs: ~3 min on the 2-core VM, over 15 min when it is shared and loaded
 @needs_nvcc
 def test_every_fast_form_candidate_compiles_with_nvcc():
     """The 42 KernelBench and 5 bundled fast-form rewrites: every kernel source with its launcher table."""
