@@ -61,6 +61,8 @@ def _named(name: str) -> list[int]:
 def _victim_matches_solo(build_root: str, solo: dict) -> None:
     v = _evaluate(build_root, HERE / "honest" / "h07_thread_pool_joined.py")
     assert v["accepted"], (v["status"], v["reason"])
+    for run in (solo, v):  # the comparison needs the eager baseline measured after the attack
+        assert run.get("speedup_vs_eager"), f"no eager baseline: {run.get('warnings')}"
     ratio = v["speedup_vs_eager"] / solo["speedup_vs_eager"]
     assert SANE_LOW < ratio < SANE, (v["speedup_vs_eager"], solo["speedup_vs_eager"])
 
