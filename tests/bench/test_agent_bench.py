@@ -13,6 +13,7 @@ from htam_agent.bench.cli import app
 from htam_agent.bench.runner import BenchConfig, run_bench
 from htam_agent.context import RunContext
 from htam_agent.run import resources
+from htam_agent.run.result import best_verdict_in
 
 pytestmark = pytest.mark.slow
 
@@ -36,6 +37,18 @@ def _events(memory_dir: str) -> list:
         return [e for _, e in mem.transitions.events()]
 
 
+def _assert_speedup_is_measured(rec: dict) -> None:
+    """The record's speedup is its best step's verdict's: eager median over the candidate's, as timed."""
+    result = json.loads((Path(rec["artifact_dir"]) / "result.json").read_text())
+    assert result["best_speedup_vs_eager"] == rec["speedup_vs_eager"], (result, rec)
+    verdict = best_verdict_in(rec["artifact_dir"], result["best_step"], rec["speedup_vs_eager"])
+    assert verdict is not None and verdict["speedup_vs_eager"] == rec["speedup_vs_eager"], verdict
+    eager, cand = verdict["timing"]["eager"]["median_ms"], verdict["timing"]["candidate"]["median_ms"]
+    assert eager > 0 and cand > 0
+    # as test_faults: the verdict keeps 4 decimals of the ratio, and the medians it keeps are rounded too
+    assert rec["speedup_vs_eager"] == pytest.approx(eager / cand, rel=1e-3, abs=5e-5), (eager, cand)
+
+
 def test_bench_runs_the_agent_with_one_memory_per_lane(env: Path) -> None:
     base = RunContext.from_env(backend="cpp", size="small", baselines=("eager",))
     cfg = BenchConfig(suite="bundled", bench_dir=str(env / "bench"), methods=["htam", "refine"], budget=2,
@@ -43,7 +56,8 @@ def test_bench_runs_the_agent_with_one_memory_per_lane(env: Path) -> None:
     out = run_bench(cfg, agent_with_bundled_coder, progress=False)
     assert (out.ran, out.errors) == (4, 0), [r["error"] for r in out.records]
     for rec in out.records:
-        assert rec["correct"] and rec["speedup_vs_eager"] > 0, rec
+        assert rec["correct"], rec
+        _assert_speedup_is_measured(rec)
         assert 1 <= rec["evaluations"] <= rec["max_evaluations"] == 2
         assert rec["result"]["run_id"] == rec["run_id"]
         assert "class ModelNew" in Path(rec["best_code_path"]).read_text()
