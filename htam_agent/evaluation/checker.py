@@ -461,6 +461,21 @@ def phase_static(run: Run) -> bool:
     return True
 
 
+def _baseline_inductor_dir(run: Run) -> str | None:
+    """torch.compile's cache for the baselines' sandboxes, kept across evaluations (a cold inductor compile
+    takes most of a minute on two cores). Only a baseline's sandbox, which runs the reference alone, may
+    write it, and only where Landlock keeps every candidate's sandbox from writing it; otherwise each
+    baseline compiles into its own scratch folder."""
+    if run.job["mode"] != "baseline" or not run.job.get("landlock", True) or containment.landlock_abi() < 1:
+        return None
+    folder = os.path.join(run.job["build_root"], "baseline-inductor")
+    os.makedirs(folder, exist_ok=True)
+    if run.sb.identity is not None:
+        os.chown(folder, 0, run.sb.identity.gid)
+        os.chmod(folder, 0o2775)
+    return folder
+
+
 def phase_compile(run: Run) -> bool:
     """Import the candidate in the sandbox (its builds run there), after calibrating the checker's clock."""
     v, job, sb = run.verdict, run.job, run.sb
@@ -475,7 +490,7 @@ def phase_compile(run: Run) -> bool:
     build_root = os.path.join(str(sb.scratch), "build")
     reply = sb.ask("prepare", run.left(), backend=job["backend"], build_root=build_root, threads=job.get("threads"),
                    fast_build=job.get("fast_build", True), device_index=job.get("device_index", 0), probe=True,
-                   landlock=job.get("landlock", True))
+                   landlock=job.get("landlock", True), inductor_dir=_baseline_inductor_dir(run))
     v["sandbox"] = {"user": sb.user_text,
                     "confinement": str(reply.get("confinement"))[:300]}
     run.ref, init = build_reference(run.task, run.device)

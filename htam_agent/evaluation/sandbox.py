@@ -179,10 +179,12 @@ class Sandbox:
             self.probe.install(self.backend.name)
         os.environ["TRITON_CACHE_DIR"] = os.path.join(body["build_root"], "triton")
         # torch.compile (a baseline timed here, or a candidate's own) writes its cache inside the box
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(os.getcwd(), "inductor")
+        inductor = body.get("inductor_dir")  # a baseline's sandbox keeps torch.compile's cache across runs
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = inductor or os.path.join(os.getcwd(), "inductor")
         # Before any candidate code: from here on this process (and all it starts) writes only to its
         # scratch folder and its build folder, and cannot signal or trace the checker.
-        confinement = containment.restrict_writes([os.getcwd(), body["build_root"]]) if body.get(
+        writable = [os.getcwd(), body["build_root"], *([inductor] if inductor else [])]
+        confinement = containment.restrict_writes(writable) if body.get(
             "landlock", True) else "landlock not requested"
         confinement += "; " + containment.drop_capabilities()
         return {"device": self.backend.device_info(), "confinement": confinement}
