@@ -98,3 +98,14 @@ def test_not_json_and_not_an_object_are_protocol_errors():
             _raw(a, data)
             with pytest.raises(protocol.ProtocolError):
                 protocol.recv(b)
+
+
+def test_a_slow_round_trip_after_the_last_call_is_not_work_after_return():
+    """A loaded machine: every request takes ~5 ms beyond the call, so a 5.2 ms synchronize is a round trip."""
+    loaded = [5.0, 5.1, 4.9, 5.2, 5.0] * 5
+    v = new_verdict("t", "cpp")
+    judge.WallClock(loaded, [7.0] * 30, [2.0] * 30, drain_ms=5.21).judge(v, "cpu")
+    assert "work_after_return" not in {f["name"] for f in v["flags"]}
+    busy = new_verdict("t", "cpp")
+    judge.WallClock(loaded, [7.0] * 30, [2.0] * 30, drain_ms=40.0).judge(busy, "cpu")
+    assert "work_after_return" in {f["name"] for f in busy["flags"]}
