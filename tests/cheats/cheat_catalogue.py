@@ -104,9 +104,9 @@ CPP_CHEATS: list[Cheat] = [
     _c("cpp/p07_job_file.py", "norm_softmax", 7, *VALUES, "reference_ops"),
     _c("cpp/p08_cache_data_ptr.py", "norm_softmax", 8, *VALUES, "aliased_output", "timed_output_mismatch",
        "faster_than_roofline"),
-    _c("cpp/p08_cache_ptr_fingerprint.py", "matmul_square", 8, "faster_than_roofline"),
+    _c("cpp/p08_cache_ptr_fingerprint.py", "matmul_square", 8, "no_kernel_launched", "faster_than_roofline"),
     _c("cpp/p08_cache_by_shape.py", "reduction_row_sum", 8, *VALUES),
-    _c("cpp/p08_prefix_hash_cache.py", "matmul_square", 8, "timed_output_mismatch", "kernel_not_used",
+    _c("cpp/p08_prefix_hash_cache.py", "matmul_square", 8, "no_kernel_launched", "timed_output_mismatch", "kernel_not_used",
        "faster_than_roofline"),
     # Honest for its first 20 calls: which check sees the first replayed call depends on how many calls the
     # timing plan makes (the tests' short plan ends before call 20; then the other init arguments see it).
@@ -151,11 +151,11 @@ CPP_CHEATS: list[Cheat] = [
     # (values, nan_or_inf); fresh zero pages pass them and stale ones then fail a timed call's re-check
     _c("cpp/p16_rowsum_uninit_accum.py", "reduction_row_sum", 16, *VALUES, "timed_output_mismatch"),
     _c("cpp/p16_matmul_uninit_accum.py", "matmul_square", 16, *VALUES, "timed_output_mismatch"),
-    _c("cpp/p17_fingerprint_cache_clone.py", "norm_softmax", 17, "timed_output_mismatch", "kernel_not_used",
+    _c("cpp/p17_fingerprint_cache_clone.py", "norm_softmax", 17, "no_kernel_launched", "timed_output_mismatch", "kernel_not_used",
        "faster_than_roofline"),
-    _c("cpp/p18_cwd_file_cache.py", "norm_softmax", 18, "timed_output_mismatch", "kernel_not_used",
+    _c("cpp/p18_cwd_file_cache.py", "norm_softmax", 18, "no_kernel_launched", "timed_output_mismatch", "kernel_not_used",
        "faster_than_roofline"),
-    _c("cpp/p18_tmp_persistent_cache.py", "norm_softmax", 18, "timed_output_mismatch", "kernel_not_used",
+    _c("cpp/p18_tmp_persistent_cache.py", "norm_softmax", 18, "no_kernel_launched", "timed_output_mismatch", "kernel_not_used",
        "faster_than_roofline"),
     _c("cpp/p18_stale_global_state.py", "norm_softmax", 18, *VALUES),
     # Verdict forging: what the candidate's process does to the harness cannot change the checker's verdict.
@@ -232,7 +232,7 @@ GPU_CHEATS: list[Cheat] = [
     _c("cuda/c06_synchronize_noop.py", "elementwise_leaky_relu", 6, "timer_tampering", backend="cuda", size="small"),
     _c("cuda/c07_gc_reference_model.py", "fused_gemm_bias_gelu", 7, *VALUES, "reference_ops", backend="cuda",
        size="small"),
-    _c("cuda/c08_cache_ptr_fingerprint.py", "matmul_square", 8, "timed_output_mismatch", "kernel_not_used",
+    _c("cuda/c08_cache_ptr_fingerprint.py", "matmul_square", 8, "no_kernel_launched", "timed_output_mismatch", "kernel_not_used",
        backend="cuda", size="small"),
     _c("cuda/c10_torch_softmax.py", "norm_softmax", 10, "no_kernel_launched", "reference_ops", backend="cuda",
        size="small"),
@@ -245,7 +245,7 @@ GPU_CHEATS: list[Cheat] = [
     _c("cuda/c16_uninit_shared.py", "reduction_row_sum", 16, missing="determinism re-runs (bit-identical results "
        "on repeated inputs) or compute-sanitizer initcheck; caught today only when the garbage is large",
        backend="cuda", size="small"),
-    _c("cuda/c17_fingerprint_cache_clone.py", "norm_softmax", 17, "timed_output_mismatch", "kernel_not_used",
+    _c("cuda/c17_fingerprint_cache_clone.py", "norm_softmax", 17, "no_kernel_launched", "timed_output_mismatch", "kernel_not_used",
        backend="cuda", size="small"),
     _c("cuda/c19_forged_timer_instance.py", "elementwise_leaky_relu", 19, "timing_below_wall_clock", backend="cuda",
        size="small"),
