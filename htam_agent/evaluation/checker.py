@@ -34,7 +34,7 @@ import torch._dynamo  # noqa: E402, F401
 import torch.profiler  # noqa: E402, F401
 import torch.utils.flop_counter  # noqa: E402, F401
 
-from . import anticheat, builder, containment, correctness, judge, roofline, timing  # noqa: E402
+from . import anticheat, builder, containment, correctness, judge, protocol, roofline, timing  # noqa: E402
 from . import inputs as inp  # noqa: E402
 from .backends import get_backend  # noqa: E402
 from .sandbox_client import (  # noqa: E402
@@ -303,16 +303,11 @@ def calibrate(run: Run, n: int = CALIBRATION_CALLS) -> list[float]:
     walls = []
     for i in range(n):
         wall, msg = _timed_request(run, "__noop__", enc, view, gen, f"cal{i}")
-        protocol_close(msg)
+        protocol._close_all(msg.fds)
         walls.append(wall)
     run.sb.ask("release", run.left(), ids=[f"cal{i}" for i in range(n)], poison=False)
     run.sb.free(ids, run.left())
     return walls
-
-
-def protocol_close(msg: Any) -> None:
-    for fd in msg.fds:
-        os.close(fd)
 
 
 def _timed_request(run: Run, slot: str, enc: Any, view: Any, gen: Any, out_id: str) -> tuple[float, Any]:
@@ -391,12 +386,12 @@ def time_candidate(run: Run, plan: timing.TimingPlan, recheck: bool, calibration
         if r.get("launches") == 0 and slot == "main" and run.job["mode"] == "evaluate":
             run.silent_calls.append(f"timed call {i}")
         if i not in chosen:
-            protocol_close(msg)
+            protocol._close_all(msg.fds)
             if device.type == "cuda":
                 sb.ask("release", run.left(), ids=[f"sealed{i}"], poison=False)
             continue
         if device.type == "cuda":
-            protocol_close(msg)
+            protocol._close_all(msg.fds)
             at_return[i] = sb.outputs(sb.request("export", run.left(), out_id=f"sealed{i}"))
         else:
             at_return[i] = sb.outputs(msg)
@@ -711,14 +706,14 @@ def phase_sabotage(run: Run) -> bool:
                 msg, raised = None, exc.text[:120]
             if raised is not None:  # an exception shows nothing: a forward that spots the sabotage can raise
                 if msg is not None:
-                    protocol_close(msg)
+                    protocol._close_all(msg.fds)
                 add_flag(run.verdict, "kernel_use_not_shown",
                          f"forward raised ({str(raised)[:120]}) when its kernels' results were "
                          f"{judge.SABOTAGE_DONE[mode]}, so the evaluator could not show that the kernels compute "
                          "the output; a kernel fed such values must still return (NaN in, NaN out), not raise")
                 return False
             if mode == "identity" and msg.body.get("replaced") == 0:
-                protocol_close(msg)
+                protocol._close_all(msg.fds)
                 continue  # no launch had an input shaped like its result: a copy cannot be what it does
             out, facts, prob = run.sb.outputs(msg)
             untouched = [] if prob else judge.untouched_outputs(ref_out, out, run.device)
