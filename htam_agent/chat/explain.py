@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from htam_agent import threadsafe
 from htam_agent.evaluation.readout import Readout
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_+-]*\n(.*?)```", re.S)
@@ -42,7 +43,7 @@ def task_problems(source: str) -> list[str]:
 
     Static (no code runs): a syntax error, then each missing piece with how to add it."""
     try:
-        tree = ast.parse(source)
+        tree = threadsafe.parse(source)
     except SyntaxError as exc:
         return [f"line {exc.lineno}: syntax error: {exc.msg}; fix the Python syntax"]
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
