@@ -14,18 +14,10 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+from .optable import FUNCTIONS, MODULES, OpRow
 from .program import E, Program, Stage, TensorRef, leaves, replace
 
-_UNARY_FN = {
-    "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp", "log": "log", "abs": "abs",
-    "neg": "neg", "negative": "neg", "sqrt": "sqrt", "rsqrt": "rsqrt", "silu": "silu", "mish": "mish",
-    "selu": "selu", "hardswish": "hardswish", "hardsigmoid": "hardsigmoid", "square": "square",
-    "reciprocal": "reciprocal", "softsign": "softsign", "log1p": "log1p", "expm1": "expm1", "erf": "erf",
-    "sign": "sign",
-}
-_BINARY_FN = {"add": "add", "sub": "sub", "subtract": "sub", "mul": "mul", "multiply": "mul", "div": "div",
-              "divide": "div", "true_divide": "div", "truediv": "div", "maximum": "maximum", "minimum": "minimum",
-              "rsub": "rsub", "fmax": "maximum", "fmin": "minimum"}
+_BOUNDED = ("clamp", "clamp_min", "clamp_max")  # table rows whose bounds are optional (clamp(x, min=None, max=1))
 _OPERATOR = {operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
              operator.neg: "neg", operator.pow: "pow", operator.getitem: "getitem"}
 _REDUCE = ("sum", "mean", "amax", "amin", "argmax", "argmin", "prod", "logsumexp", "max", "min", "norm")
@@ -263,26 +255,15 @@ class Lowering:
         if name in ("linear", "matmul", "mm", "bmm"):
             return self.gemm_fn(name, n)
         x = a0 if isinstance(a0, E) and a0.kind not in ("lit", "sc") else E("lit", val=0.0)
-        if name in _BINARY_FN or name == "pow" or name in ("max", "min") and _second_is_tensor(n, self.vals):
+        row = FUNCTIONS.get(name)
+        if row is not None and row.arity == 2 or name == "pow" or name in ("max", "min") and _second_is_tensor(n, self.vals):
             return self.binary(name, n, alt, shape)
         if name not in ("cumsum", "cumprod", "flip"):
             x = self._tensor_arg(a0)
-        if name in _UNARY_FN and len(n.args) + len(n.kwargs) <= 2 and not n.kwargs.get("out"):
-            if name in ("sigmoid", "tanh", "relu") and n.op == "call_function" and n.kwargs:
-                raise LowerError(f"{name} with keyword arguments")
-            return self.op(_UNARY_FN[name], [x], shape)
-        if name == "gelu":
-            approx = _arg(n, 1, "approximate", "none")
-            return self.op("gelu_tanh" if approx == "tanh" else "gelu", [x], shape)
-        if name == "leaky_relu":
-            return self.op("leaky_relu", [x, self._sarg(n, alt, 1, "negative_slope", 0.01)], shape)
-        if name == "elu":
-            return self.op("elu", [x, self._sarg(n, alt, 1, "alpha", 1.0)], shape)
-        if name == "softplus":
-            return self.op("softplus", [x, self._sarg(n, alt, 1, "beta", 1.0), self._sarg(n, alt, 2, "threshold", 20.0)],
-                           shape)
-        if name in ("hardtanh", "clamp", "clip", "clamp_min", "clamp_max", "relu6"):
+        if row is not None and row.name in _BOUNDED:
             return self.clamp(name, n, alt, x, shape)
+        if row is not None:
+            return self.table_fn(row, name, n, alt, x, shape)
         if name in ("softmax", "log_softmax"):
             dim = self._pyarg(n, alt, 1, "dim", None)
             if dim == "None":
@@ -340,6 +321,31 @@ class Lowering:
             raise LowerError("dropout with p > 0 (random)")
         raise LowerError(f"function {name}")
 
+    def table_fn(self, row: OpRow, name: str, n: Any, alt: Any, x: E, shape: Any) -> E:
+        """An op-table row spelled as a function or method: its scalars read from the call's arguments."""
+        if not row.scalars and row.variant is None:
+            if len(n.args) + len(n.kwargs) > 2 or n.kwargs.get("out"):
+                raise LowerError(f"function {name}")
+            if name in ("sigmoid", "tanh", "relu") and n.op == "call_function" and n.kwargs:
+                raise LowerError(f"{name} with keyword arguments")
+        op = row.op
+        if row.variant is not None:
+            v = row.variant
+            op = dict(v.ops).get(_arg(n, v.pos, v.keyword, None), op)
+        args = [x] + [E("lit", val=sc.literal) if sc.literal is not None else self._sarg(n, alt, sc.pos, sc.keyword,
+                                                                                          sc.default)
+                      for sc in row.scalars]
+        return self.op(op, args, shape)
+
+    def table_module(self, row: OpRow, mod: Any, path: str, x: E, shape: Any) -> E:
+        """An op-table row spelled as an nn module: its scalars read from the module's attributes at run time."""
+        op = row.op
+        if row.variant is not None:
+            op = dict(row.variant.ops).get(getattr(mod, row.variant.attr, None), op)
+        args = [x] + [E("lit", val=sc.literal) if sc.literal is not None else E("sc", val=f"float({path}.{sc.attr})")
+                      for sc in row.scalars]
+        return self.op(op, args, shape)
+
     def _pick(self, tup: Any, i: int) -> Any:
         """An element of a (values, indices) result; the indices become an arg-reduction stage when read."""
         v = tup[1][i]
@@ -385,34 +391,28 @@ class Lowering:
             if vb.val == 0.5:
                 return self.op("sqrt", [va], shape)
             return self.op("pow", [va, vb], shape)
-        op = {"max": "maximum", "min": "minimum"}.get(name) or _BINARY_FN[name]
+        op = {"max": "maximum", "min": "minimum"}.get(name) or FUNCTIONS[name].op
         return self.op(op, [va, vb], shape)
 
     def clamp(self, name: str, n: Any, alt: Any, x: E, shape: Any) -> E:
-        if name == "relu6":
-            lo, hi = E("lit", val=0.0), E("lit", val=6.0)
-        elif name == "hardtanh":
-            lo, hi = self._sarg(n, alt, 1, "min_val", -1.0), self._sarg(n, alt, 2, "max_val", 1.0)
+        """clamp, clip, clamp_min, clamp_max: either bound may be absent (then the one-sided row)."""
+        lo_a = _arg(n, 1, "min", None) if name != "clamp_max" else None
+        hi_a = (_arg(n, 2, "max", None) if name in ("clamp", "clip") else _arg(n, 1, "max", None)) \
+            if name != "clamp_min" else None
+        if _is_node(lo_a) or _is_node(hi_a):
+            raise LowerError("clamp with tensor bounds")
+        lo = None if lo_a is None else self.scalar(lo_a, _arg(alt, 1, "min", None) if name != "clamp_max" else None)
+        if hi_a is None:
+            hi = None
         else:
-            lo_a = _arg(n, 1, "min", None) if name != "clamp_max" else None
-            hi_a = (_arg(n, 2, "max", None) if name in ("clamp", "clip") else _arg(n, 1, "max", None)) \
-                if name != "clamp_min" else None
-            if name == "clamp_min":
-                lo_a = _arg(n, 1, "min", None)
-            if _is_node(lo_a) or _is_node(hi_a):
-                raise LowerError("clamp with tensor bounds")
-            lo = None if lo_a is None else self.scalar(lo_a, _arg(alt, 1, "min", None) if name != "clamp_max" else None)
-            if hi_a is None:
-                hi = None
-            else:
-                hb = _arg(alt, 2, "max", None) if name in ("clamp", "clip") else _arg(alt, 1, "max", None)
-                hi = self.scalar(hi_a, hb)
-            if lo is None and hi is None:
-                raise LowerError("clamp without bounds")
-            if lo is None:
-                return self.op("clamp_max", [x, hi], shape)  # type: ignore[list-item]
-            if hi is None:
-                return self.op("clamp_min", [x, lo], shape)
+            hb = _arg(alt, 2, "max", None) if name in ("clamp", "clip") else _arg(alt, 1, "max", None)
+            hi = self.scalar(hi_a, hb)
+        if lo is None and hi is None:
+            raise LowerError("clamp without bounds")
+        if lo is None:
+            return self.op("clamp_max", [x, hi], shape)  # type: ignore[list-item]
+        if hi is None:
+            return self.op("clamp_min", [x, lo], shape)
         return self.op("clamp", [x, lo, hi], shape)
 
     def reduce(self, name: str, n: Any, alt: Any, x: E, shape: Any) -> Any:
@@ -558,30 +558,15 @@ class Lowering:
         if t is nn.TripletMarginLoss:
             return self.triplet(n, mod, path, shape)
         x = self._tensor_arg(raw)
-        simple = {nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.SiLU: "silu", nn.Mish: "mish",
-                  nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.SELU: "selu", nn.Softsign: "softsign"}
-        if t in simple:
-            return self.op(simple[t], [x], shape)
+        row = MODULES.get(t.__name__) if t.__module__.startswith("torch.nn") else None
+        if row is not None:
+            return self.table_module(row, mod, path, x, shape)
         if t is nn.Identity:
             return x
         if t is nn.Dropout:
             if mod.p == 0:
                 return x
             raise LowerError("Dropout with p > 0 (random in training mode)")
-        if t is nn.GELU:
-            return self.op("gelu_tanh" if mod.approximate == "tanh" else "gelu", [x], shape)
-        if t is nn.LeakyReLU:
-            return self.op("leaky_relu", [x, E("sc", val=f"float({path}.negative_slope)")], shape)
-        if t is nn.ELU:
-            return self.op("elu", [x, E("sc", val=f"float({path}.alpha)")], shape)
-        if t is nn.Softplus:
-            return self.op("softplus", [x, E("sc", val=f"float({path}.beta)"), E("sc", val=f"float({path}.threshold)")],
-                           shape)
-        if t is nn.ReLU6:
-            return self.op("clamp", [x, E("lit", val=0.0), E("lit", val=6.0)], shape)
-        if t is nn.Hardtanh:
-            return self.op("clamp", [x, E("sc", val=f"float({path}.min_val)"), E("sc", val=f"float({path}.max_val)")],
-                           shape)
         if t in (nn.Softmax, nn.LogSoftmax):
             if mod.dim is None:
                 raise LowerError("Softmax without dim")

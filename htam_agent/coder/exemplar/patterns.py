@@ -19,6 +19,7 @@ from typing import Any
 from htam_agent import threadsafe
 
 from ..base import UnsupportedTask
+from .optable import FUNCTIONS, MODULES, OpRow, has_triton
 from .spec import Chain, Operand, Pattern, Prefix, Ref, Step
 
 LLM_HINT = (
@@ -28,9 +29,8 @@ LLM_HINT = (
     "configure an LLM: set HTAM_MODEL, HTAM_BASE_URL and OPENAI_API_KEY, or pass --model/--base-url."
 )
 
-UNARY = ("relu", "sigmoid", "tanh", "silu", "gelu", "gelu_tanh", "leaky_relu", "clamp", "clamp_min",
-         "clamp_max", "hardswish", "hardsigmoid", "neg", "abs", "exp", "rsqrt", "sqrt", "square")
-BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
+# the fixed families render triton too: they take the op table's rows that have a Triton form
+_BOUNDED = ("clamp", "clamp_min", "clamp_max")
 ROW_OPS = ("sum", "mean", "amax", "argmax", "softmax", "log_softmax", "layernorm", "rmsnorm")
 _SENTINEL_BASE = 918273.0
 
@@ -48,6 +48,8 @@ class _Traced:
 
 
 def _function_table() -> dict[Any, str]:
+    """torch.* / F.* callables -> the name `_canon` dispatches on: the op table's rows with a Triton form, and
+    the row-wise, matmul and producer functions the fixed patterns match."""
     import torch
     import torch.nn.functional as F
 
@@ -55,18 +57,14 @@ def _function_table() -> dict[Any, str]:
         operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
         operator.neg: "neg", operator.pow: "pow",
     }
-    for name in ("relu", "sigmoid", "tanh", "exp", "abs", "neg", "rsqrt", "sqrt", "clamp", "add", "sub", "mul",
-                 "div", "maximum", "minimum", "softmax", "log_softmax", "sum", "mean", "amax", "argmax",
-                 "matmul", "mm", "bmm", "pow", "square", "clamp_min", "clamp_max"):
-        fn = getattr(torch, name, None)
-        if fn is not None:
-            table[fn] = name
-    for name in ("relu", "silu", "gelu", "leaky_relu", "hardtanh", "hardswish", "hardsigmoid", "softmax",
-                 "log_softmax", "layer_norm", "linear", "sigmoid", "tanh", "relu6"):
-        fn = getattr(F, name, None)
-        if fn is not None:
-            table.setdefault(fn, name)
-    table[torch.true_divide] = "div"
+    names = [a for a, row in FUNCTIONS.items() if has_triton(row.op)]
+    names += ["softmax", "log_softmax", "sum", "mean", "amax", "argmax", "matmul", "mm", "bmm", "pow",
+              "layer_norm", "linear"]
+    for name in names:
+        for ns in (torch, F):
+            fn = getattr(ns, name, None)
+            if fn is not None:
+                table.setdefault(fn, name)
     return table
 
 
@@ -149,6 +147,26 @@ class _Canon:
         self.op, self.tensors, self.params, self.node, self.alt = op, tensors, params, node, alt
 
 
+def _table_canon(row: OpRow, tensors: list[Any], node: Any, alt: Any, module: str = "", mod: Any = None) -> _Canon:
+    """An op-table row as a canonical node: its scalars as specs `_ChainBuilder.param` resolves (a call's
+    argument, a module attribute read at run time, or a literal); a clamp's two scalars are its bounds."""
+    op = row.op
+    if row.variant is not None:
+        v = row.variant
+        choice = getattr(mod, v.attr, None) if module else _arg(node, v.pos, v.keyword, None)
+        op = dict(v.ops).get(choice, op)
+    specs: list[tuple[Any, ...]] = []
+    for sc in row.scalars:
+        if sc.literal is not None:
+            specs.append(("lit", sc.literal))
+        elif module:
+            specs.append(("expr", f"{module}.{sc.attr}"))
+        else:
+            specs.append(("val", sc.pos, sc.keyword, sc.default))
+    keys = ("lo", "hi") if op == "clamp" else tuple(f"s{i}" for i in range(len(specs)))
+    return _Canon(op, tensors, dict(zip(keys, specs, strict=True)), node, alt)
+
+
 def _arg(node: Any, idx: int, name: str, default: Any = None) -> Any:
     if len(node.args) > idx:
         return node.args[idx]
@@ -164,20 +182,11 @@ def _canon(task: str, node: Any, alt: Any, traced: _Traced, table: dict[Any, str
         mod = traced.gm.get_submodule(node.target)
         path = f"self.{node.target}"
         x = node.args[0] if node.args else None
-        simple = {nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.SiLU: "silu",
-                  nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.Identity: "identity"}
-        for cls, name in simple.items():
-            if type(mod) is cls:
-                return _Canon(name, [x], {}, node, alt)
-        if type(mod) is nn.GELU:
-            return _Canon("gelu_tanh" if mod.approximate == "tanh" else "gelu", [x], {}, node, alt)
-        if type(mod) is nn.LeakyReLU:
-            return _Canon("leaky_relu", [x], {"slope": ("expr", f"{path}.negative_slope")}, node, alt)
-        if type(mod) is nn.ReLU6:
-            return _Canon("clamp", [x], {"lo": ("lit", 0.0), "hi": ("lit", 6.0)}, node, alt)
-        if type(mod) is nn.Hardtanh:
-            return _Canon("clamp", [x], {"lo": ("expr", f"{path}.min_val"), "hi": ("expr", f"{path}.max_val")},
-                          node, alt)
+        if type(mod) is nn.Identity:
+            return _Canon("identity", [x], {}, node, alt)
+        row = MODULES.get(type(mod).__name__) if type(mod).__module__.startswith("torch.nn") else None
+        if row is not None and has_triton(row.op):
+            return _table_canon(row, [x], node, alt, module=path, mod=mod)
         if type(mod) is nn.LayerNorm:
             if len(mod.normalized_shape) != 1:
                 raise unsupported(task, "LayerNorm over more than the last dimension")
@@ -205,24 +214,15 @@ def _canon(task: str, node: Any, alt: Any, traced: _Traced, table: dict[Any, str
     else:
         raise unsupported(task, f"FX node kind {node.op}")
     a0 = node.args[0] if node.args else None
-    if name in ("relu", "sigmoid", "tanh", "silu", "hardswish", "hardsigmoid", "neg", "abs", "exp", "rsqrt",
-                "sqrt", "square"):
-        return _Canon(name, [a0], {}, node, alt)
-    if name == "relu6":
-        return _Canon("clamp", [a0], {"lo": ("lit", 0.0), "hi": ("lit", 6.0)}, node, alt)
-    if name == "gelu":
-        approx = _arg(node, 1, "approximate", "none")
-        return _Canon("gelu_tanh" if approx == "tanh" else "gelu", [a0], {}, node, alt)
-    if name == "leaky_relu":
-        return _Canon(name, [a0], {"slope": ("val", 1, "negative_slope", 0.01)}, node, alt)
-    if name == "hardtanh":
-        return _Canon("clamp", [a0], {"lo": ("val", 1, "min_val", -1.0), "hi": ("val", 2, "max_val", 1.0)},
-                      node, alt)
-    if name in ("clamp", "clamp_min", "clamp_max"):
-        lo = ("val", 1, "min", None) if name != "clamp_max" else ("lit", None)
-        hi = ("val", 2 if name == "clamp" else 1, "max", None) if name != "clamp_min" else ("lit", None)
-        return _Canon("clamp", [a0], {"lo": lo, "hi": hi}, node, alt)
-    if name in ("add", "sub", "mul", "div", "maximum", "minimum", "pow"):
+    row = FUNCTIONS.get(name)
+    if row is not None and has_triton(row.op) and row.arity == 1:
+        if row.name in _BOUNDED:
+            lo = ("val", 1, "min", None) if row.name != "clamp_max" else ("lit", None)
+            hi = ("val", 2 if row.name == "clamp" else 1, "max", None) if row.name != "clamp_min" else ("lit", None)
+            return _Canon("clamp", [a0], {"lo": lo, "hi": hi}, node, alt)
+        return _table_canon(row, [a0], node, alt)
+    if row is not None and has_triton(row.op) or name == "pow":
+        name = row.op if row is not None else name
         if name in ("add", "sub") and _arg(node, 2, "alpha", 1) != 1:
             raise unsupported(task, "add/sub with alpha")
         if name == "div" and node.kwargs.get("rounding_mode") is not None:
@@ -335,19 +335,18 @@ class _ChainBuilder:
                 raise unsupported(self.task, f"pow with exponent {c.tensors[1]!r}")
             self.env[c.node] = self._step("square", (self.value(c.tensors[0], None),))
             return
-        if c.op not in UNARY:
+        if not has_triton(c.op):
             raise unsupported(self.task, f"{c.op} inside an elementwise chain")
         x = self.value(c.tensors[0], None)
-        if c.op == "leaky_relu":
-            self.env[c.node] = self._step("leaky_relu", (x, self.param(c, "slope")))
-        elif c.op == "clamp":
+        if c.op == "clamp":
             lo, hi = self.param(c, "lo"), self.param(c, "hi")
             if lo is None and hi is None:
                 raise unsupported(self.task, "clamp without bounds")
             op = "clamp" if lo is not None and hi is not None else ("clamp_min" if lo is not None else "clamp_max")
             self.env[c.node] = self._step(op, tuple(r for r in (x, lo, hi) if r is not None))
-        else:
-            self.env[c.node] = self._step(c.op, (x,))
+        else:  # a table row: its scalars in the row's order
+            scalars = tuple(self.param(c, f"s{i}") for i in range(len(c.params)))
+            self.env[c.node] = self._step(c.op, (x,) + tuple(r for r in scalars if r is not None))
 
     def _step(self, op: str, args: tuple[Ref, ...]) -> Ref:
         if op in ("add", "sub", "mul", "div", "maximum", "minimum") and all(a[0] in ("lit", "sc") for a in args):
