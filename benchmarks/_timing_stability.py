@@ -13,10 +13,11 @@ from pathlib import Path
 
 import torch
 
-from htam_agent.evaluation import build_cache, timing
 from htam_agent.evaluation.backends import get_backend
-from htam_agent.evaluation.checker import build_reference
-from htam_agent.evaluation.inputs import make_inputs
+from htam_agent.evaluation.checker import timing
+from htam_agent.evaluation.checker.inputs import make_inputs
+from htam_agent.evaluation.checker.phases import build_reference
+from htam_agent.evaluation.sandbox import build_cache
 from htam_agent.evaluation.tasks import load_task
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -117,7 +117,7 @@ def _timed_build(fn) -> tuple[float, bool, str]:
 
 
 def builds(repeats: int, usual_repeats: int, root: Path) -> dict:
-    from htam_agent.evaluation import build_cache
+    from htam_agent.evaluation.sandbox import build_cache
 
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
     os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 1))

@@ -39,7 +39,7 @@ def default_runs_dir() -> Path:
     env = _env("HTAM_RUNS_DIR")
     if env:
         return Path(env).expanduser()
-    from htam_agent.evaluation.paths import cache_root
+    from htam_agent.evaluation.common.paths import cache_root
 
     return cache_root() / "runs"
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import torch
 
-from htam_agent.evaluation import sizes as sizes_mod
 from htam_agent.evaluation.tasks import load_task, task_paths
+from htam_agent.evaluation.tasks import sizes as sizes_mod
 
 
 def _err(exc: BaseException) -> str:

@@ -138,7 +138,7 @@ def _stats(times: list[float]) -> dict[str, float]:
 
 
 def measure(path: Path, repeats: int) -> dict:
-    from htam_agent.evaluation import build_cache
+    from htam_agent.evaluation.sandbox import build_cache
 
     kwargs = capture_sources(path)
     with tempfile.TemporaryDirectory(prefix="nvcc_phases_") as tmp:

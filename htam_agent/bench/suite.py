@@ -117,7 +117,7 @@ def _matches(task_id: str, patterns: list[str]) -> bool:
 
 
 def _py_files(folder: Path) -> list[Path]:
-    from htam_agent.evaluation.tasks import _natural_key
+    from htam_agent.evaluation.tasks.loading import _natural_key
 
     return sorted((p for p in folder.glob("*.py") if not p.name.startswith("_")), key=_natural_key)
 

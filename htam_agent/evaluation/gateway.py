@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from htam_agent.backends import is_cpu
 
+from .common.verdict import finalize, new_verdict
 from .runner import Candidate, Evaluator
-from .verdict import finalize, new_verdict
 
 Mode = Literal["local", "replay"]
 MODES: tuple[str, ...] = ("auto", "local", "replay")

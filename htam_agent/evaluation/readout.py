@@ -12,7 +12,7 @@ import json
 import math
 from typing import Any
 
-from .verdict import Verdict
+from .common.verdict import Verdict
 
 #: a best candidate at this fraction of the roofline floor or more is "near_roofline" for the memory
 NEAR_ROOFLINE = 0.7
@@ -49,6 +49,37 @@ class Readout:
         self.v: dict[str, Any] = dict(verdict) if isinstance(verdict, dict) else {}
 
     # -- facts --------------------------------------------------------------------------------------------
+    @property
+    def recorded(self) -> bool:
+        """A verdict was given (an empty or missing one reads as not recorded)."""
+        return bool(self.v)
+
+    @property
+    def no_code(self) -> bool:
+        """The reply had no candidate, so nothing was evaluated (the gateway's `no_code` verdict)."""
+        return bool(self.v.get("no_code"))
+
+    @property
+    def not_evaluated(self) -> bool:
+        """No device and no stored verdict: says nothing about the candidate, so the memory skips it."""
+        return bool(self.v.get("not_evaluated"))
+
+    @property
+    def device_label(self) -> str | None:
+        """The device's name: the store's `device_name`, else the checker's `device.name`."""
+        dev = self.v.get("device")
+        name = self.v.get("device_name") or (dev.get("name") if isinstance(dev, dict) else None)
+        return str(name) if name else None
+
+    @property
+    def task(self) -> str:
+        return str(self.v.get("task") or "")
+
+    @property
+    def failed_trials(self) -> list[dict[str, Any]]:
+        """The trials that ran and failed, in order (each: trial, check, max_abs_err, detail)."""
+        return [t for t in self.v.get("trials") or [] if isinstance(t, dict) and t.get("passed") is False]
+
     @property
     def status(self) -> str:
         return str(self.v.get("status") or "unknown")
@@ -100,8 +131,7 @@ class Readout:
         """Timings and roofline for reports (RunResult.best_facts): candidate_ms, eager_ms, compile_ms (medians),
         floor_ms, bound, bandwidth_GBps, fp32_tflops, device; None when the verdict has none of them."""
         roof = _dict(self.v.get("roofline"))
-        dev = self.v.get("device")
-        device = self.v.get("device_name") or (dev.get("name") if isinstance(dev, dict) else None)
+        device = self.device_label
         bound = roof.get("bound") if roof.get("bound") in ("memory", "compute") else None
         facts = {"candidate_ms": self.median_ms("candidate"), "eager_ms": self.median_ms("eager"),
                  "compile_ms": self.median_ms("compile"), "floor_ms": _num(roof.get("floor_ms")), "bound": bound,
@@ -163,6 +193,13 @@ class Readout:
         if msg:
             parts.append("compiler output (tail):\n" + msg[-3000:])
         return "\n".join(p for p in parts if p)
+
+    def store_line(self) -> str:
+        """One line of `htam verdicts list`: key, task, backend, device, kind, status, speedup."""
+        v, sp = self.v, self.speedup_vs_eager
+        return (f"{str(v.get('key') or '')[:12]}  {self.task:<32} {str(v.get('backend') or ''):<7} "
+                f"{str(v.get('device_name') or '')[:24]:<24} {str(v.get('kind') or 'candidate'):<9} "
+                f"{str(v.get('status') or ''):<17} {'' if sp is None else f'{sp:.2f}x'}")
 
     def tool_answer(self) -> str:
         """The compact JSON a LangChain tool answers with (the full verdict travels as the artifact)."""

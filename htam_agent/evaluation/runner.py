@@ -1,7 +1,7 @@
 """The parent side: hand each job to a checker process and read back the verdict it assembled.
 
-The parent never imports candidate code or torch. A checker (checker.py) judges one candidate, which runs
-in a sandbox process of its own (sandbox.py); the parent only enforces a last-resort limit on the checker
+The parent never imports candidate code or torch. A checker (checker/) judges one candidate, which runs
+in a sandbox process of its own (sandbox/); the parent only enforces a last-resort limit on the checker
 and turns a dead checker into a verdict. Jobs are JSON in, JSON out (the job on the checker's stdin, the
 verdict on a pipe), with no shared memory: moving the checker to another host (Ray, a queue) is a change
 of transport, not a rewrite.
@@ -28,9 +28,9 @@ from typing import Any
 
 from htam_agent.backends import is_cpu, spec
 
-from . import containment, paths
+from .common import containment, paths
+from .common.verdict import EVALUATOR_VERSION, STATUSES, add_flag, finalize, new_verdict
 from .store import VerdictStore, candidate_key, device_name
-from .verdict import EVALUATOR_VERSION, STATUSES, add_flag, finalize, new_verdict
 
 _PKG_PARENT = str(Path(__file__).resolve().parents[2])
 _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION)", re.I)
@@ -382,7 +382,7 @@ class Evaluator:
         return cached[1] if cached and cached[0] == cand.task_source else self._derive(cand)
 
     def _derive(self, cand: Candidate) -> dict[str, Any] | None:
-        from . import sizes
+        from .tasks import sizes
 
         derived: dict[str, Any] | None = None
         if not {"small", "alt"} <= sizes.explicit_dicts(cand.task_source, cand.task_path):
@@ -507,7 +507,7 @@ def storable(verdict: dict[str, Any]) -> bool:
     make one), a build the evaluator failed or a compiler that ran out of disk or memory, processes left
     behind, and timings that were unreliable (a busy machine).
     """
-    from .builder import environment_failure
+    from .common.builder import environment_failure
 
     if verdict.get("status") in ("error", "timeout") or verdict.get("leftover_processes"):
         return False

@@ -17,8 +17,8 @@ from typing import Any
 
 from htam_agent.backends import is_cpu
 
-from . import paths
-from .verdict import EVALUATOR_VERSION, SCHEMA_VERSION
+from .common import paths
+from .common.verdict import EVALUATOR_VERSION, SCHEMA_VERSION
 
 
 def candidate_key(candidate_source: str, task_source: str, size: str, backend: str, device: str,

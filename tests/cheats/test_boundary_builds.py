@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cheat_catalogue import HERE, NOT_ACCEPTED, task_path  # noqa: E402
 from sync_extension import source_of  # noqa: E402
 
-from htam_agent.evaluation import builder, containment  # noqa: E402
+from htam_agent.evaluation.common import builder, containment  # noqa: E402
 from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator, storable  # noqa: E402
 from htam_agent.evaluation.store import VerdictStore  # noqa: E402
 

@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cheat_catalogue import HERE, NOT_ACCEPTED, task_path  # noqa: E402
 from sync_extension import source_of  # noqa: E402
 
-from htam_agent.evaluation import containment, runner  # noqa: E402
+from htam_agent.evaluation import runner
+from htam_agent.evaluation.common import containment  # noqa: E402
 from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator, storable  # noqa: E402
 
 TIMING_PLAN = {"target_s": 0.05, "min_reps": 5, "max_reps": 20}

@@ -15,7 +15,7 @@ import pytest
 from cheat_catalogue import HERE, NEUTRALISED, task_path
 from sync_extension import source_of
 
-from htam_agent.evaluation import containment
+from htam_agent.evaluation.common import containment
 from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
 from htam_agent.evaluation.store import VerdictStore
 

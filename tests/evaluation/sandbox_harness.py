@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from htam_agent.evaluation import checker
 from htam_agent.evaluation.backends import get_backend
-from htam_agent.evaluation.sandbox_client import SandboxClient
-from htam_agent.evaluation.verdict import new_verdict
+from htam_agent.evaluation.checker import phases as checker
+from htam_agent.evaluation.checker.sandbox_client import SandboxClient
+from htam_agent.evaluation.common.verdict import new_verdict
 
 
 @contextlib.contextmanager

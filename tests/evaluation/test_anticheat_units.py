@@ -10,8 +10,10 @@ import pytest
 import torch
 from sandbox_harness import python_candidate_run
 
-from htam_agent.evaluation import anticheat, checker, timing
-from htam_agent.evaluation import inputs as inp
+from htam_agent.evaluation.checker import inputs as inp
+from htam_agent.evaluation.checker import phases as checker
+from htam_agent.evaluation.checker import timing
+from htam_agent.evaluation.sandbox import probe as anticheat
 from htam_agent.evaluation.tasks import load_task
 from htam_agent.tasks import SUITE_DIR
 

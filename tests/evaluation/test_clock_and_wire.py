@@ -8,8 +8,9 @@ import socket
 
 import pytest
 
-from htam_agent.evaluation import judge, protocol
-from htam_agent.evaluation.verdict import new_verdict
+from htam_agent.evaluation.checker import judge
+from htam_agent.evaluation.common import protocol
+from htam_agent.evaluation.common.verdict import new_verdict
 
 
 def _stats(median: float) -> dict:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from htam_agent.evaluation import judge
-from htam_agent.evaluation.verdict import new_verdict
+from htam_agent.evaluation.checker import judge
+from htam_agent.evaluation.common.verdict import new_verdict
 
 
 def _flags(v: dict) -> set[str]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from htam_agent.evaluation.common.verdict import add_flag, finalize, new_verdict
 from htam_agent.evaluation.readout import NEAR_ROOFLINE, Readout
-from htam_agent.evaluation.verdict import add_flag, finalize, new_verdict
 
 
 def _accepted(fraction: float | None = 0.5) -> dict:

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from htam_agent.evaluation import sizes
-from htam_agent.evaluation.tasks import TaskError, has_size, load_task, load_task_source
+from htam_agent.evaluation.tasks import TaskError, has_size, load_task, load_task_source, sizes
 
 RELU = '''
 import torch

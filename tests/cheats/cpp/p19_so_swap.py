@@ -51,7 +51,7 @@ def _try(label, action):
 
 
 def _swap() -> None:
-    from htam_agent.evaluation import build_cache
+    from htam_agent.evaluation.sandbox import build_cache
 
     load_inline(name=_VICTIM_NAME, **_VICTIM_ARGS)  # through the evaluator's wrapper, as the victim would
     paths = {Path(e["so"]).name: Path(e["so"]) for e in getattr(build_cache, "loaded", [])}

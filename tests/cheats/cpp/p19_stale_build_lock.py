@@ -53,7 +53,7 @@ def _try(label, action):
 
 
 def _shared_root():
-    from htam_agent.evaluation import build_cache
+    from htam_agent.evaluation.sandbox import build_cache
 
     for entry in getattr(build_cache, "loaded", []):
         return Path(entry["so"]).parents[3]  # <shared>/ext/<key>/build/<name>.so
@@ -73,7 +73,7 @@ def _plant(root: Path, key: str) -> None:
 
 _root = _shared_root()
 if _root is not None:
-    from htam_agent.evaluation import build_cache
+    from htam_agent.evaluation.sandbox import build_cache
 
     _REPORT["key"] = build_cache.build_key(_VICTIM_NAME, dict(_VICTIM_ARGS))[:16]
     _plant(_root, build_cache.build_key(_VICTIM_NAME, dict(_VICTIM_ARGS)))

@@ -36,7 +36,7 @@ from pathlib import Path
 
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
-_PKG_PARENT = Path(__file__).resolve().parents[2]
+_EVALUATION = Path(__file__).resolve().parents[1]  # htam_agent/evaluation/, this file is in common/
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -266,7 +266,7 @@ def sandbox_user() -> Identity | None | str:
         return f"no free sandbox uid slot in {_SLOT_DIR} (or the folder is not root's own)"
     import torch  # noqa: F401  (already imported by the checker)
 
-    needed = [Path(sys.executable).resolve(), _PKG_PARENT / "htam_agent" / "evaluation" / "sandbox.py",
+    needed = [Path(sys.executable).resolve(), _EVALUATION / "sandbox" / "server.py",
               Path(sys.modules["torch"].__file__).resolve()]
     ident = Identity(*taken, read_all=not all(_readable_by_others(p) for p in needed))
     kill_uid(ident.uid)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from .tasks import validate_inputs
+from ..tasks import validate_inputs
 
 SHIFT_STDS = 16.0  # the shifted trial adds 16 standard deviations: E[x^2] - E[x]^2 in fp32 breaks, two passes do not
 # The large-magnitude trial scales the task's inputs by 64, and more when their spread is below 1, to a standard

@@ -1,41 +1,24 @@
-"""Is the candidate's own kernel what computes the result? (cheat patterns 10 and 11, and 7 indirectly)
+"""The sandbox's launch probe: is the candidate's own kernel what computes the result? (cheat patterns 10, 11)
 
-Three checks, all behavioural except the first:
-- static: a `try/except` whose handler calls PyTorch (a fallback), or `ModelNew` inheriting the reference;
+It runs inside the sandbox, where the candidate's kernels are:
 - launches: every kernel entry point (functions of `load_inline` modules, NVRTC kernels from
   `torch.cuda._compile_kernel`, Triton `JITFunction`s) is wrapped and counted; a forward that launches
   none of them is not a kernel;
 - sabotage: extra forwards in which every result our kernels produce is overwritten with NaN, then (the
   identity sabotage) replaced by a copy of the kernel's own input. Each output must change; an output that
   still matches the reference was computed without the kernel (a copy kernel's output stays right when it
-  is replaced by its input: it computes nothing);
-- reference ops: the PyTorch profiler lists the ATen ops a forward runs, with their input shapes; a
-  candidate running all of the reference's own compute ops on the same shapes is computing it with
-  PyTorch, whatever kernels it launches besides.
+  is replaced by its input: it computes nothing).
+The static checks live in the checker (`checker/static.py`); the ATen op trace both sides take
+(`reference_ops`) in `common/observe.py`.
 """
 
 from __future__ import annotations
 
-import ast
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from htam_agent import threadsafe
-
-# ATen ops that move or allocate memory without computing anything: not evidence of computing the result.
-TRIVIAL_OPS = frozenset(
-    "aten::" + n for n in (
-        "empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like ones ones_like full "
-        "full_like fill_ zero_ view reshape _reshape_alias _unsafe_view as_strided contiguous clone copy_ "
-        "to _to_copy t transpose permute expand expand_as squeeze unsqueeze flatten unflatten select slice "
-        "narrow detach alias resolve_conj resolve_neg lift_fresh size stride numel item _local_scalar_dense "
-        "is_nonzero result_type split chunk unbind view_as numpy_T contiguous_ record_stream set_ "
-        "_has_compatible_shallow_copy_type is_same_size"
-    ).split()
-)
-
-_TORCH_ROOTS = {"torch", "F", "nn", "np", "numpy"}
+from ..common import observe
 
 
 class KernelProbe:
@@ -178,7 +161,7 @@ class KernelProbe:
         if self.mode != "identity":
             return None
 
-        return [(t, t.detach().clone()) for t in _tensors(values) if t.is_floating_point() and t.numel()]
+        return [(t, t.detach().clone()) for t in observe.tensors(values) if t.is_floating_point() and t.numel()]
 
     def identity(self, before: list[tuple[Any, Any]] | None, result: Any) -> None:
         """Replace what the launch produced (its returned tensors and the arguments it wrote) with a copy of
@@ -192,9 +175,9 @@ class KernelProbe:
             torch.cuda.synchronize()
         written, unchanged = [], []
         for t, old in before:
-            (unchanged if _same(t, old) else written).append(t)
+            (unchanged if observe.same(t, old) else written).append(t)
         arg_ptrs = {t.untyped_storage().data_ptr() for t, _ in before}
-        fresh = [r for r in _tensors([result]) if r.is_floating_point() and r.numel()
+        fresh = [r for r in observe.tensors([result]) if r.is_floating_point() and r.numel()
                  and r.untyped_storage().data_ptr() not in arg_ptrs]
         with torch.no_grad():
             for target in [t for t in written if t.untyped_storage().data_ptr() not in self.protected] + fresh:
@@ -207,84 +190,3 @@ class KernelProbe:
     @property
     def launches(self) -> int:
         return sum(self.calls.values())
-
-
-def _tensors(values: Iterable[Any]) -> list[Any]:
-    import torch
-
-    out: list[Any] = []
-    for v in values:
-        if isinstance(v, (list, tuple)):
-            out.extend(_tensors(v))
-        elif isinstance(v, torch.Tensor):
-            out.append(v)
-    return out
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Bitwise equal content, NaN equal to NaN."""
-    import torch
-
-    return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
-
-
-# -- static checks -------------------------------------------------------------------------------------
-
-
-def _call_root(node: ast.AST) -> str | None:
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    if isinstance(node, ast.Call):  # super().forward(...)
-        return _call_root(node.func)
-    return node.id if isinstance(node, ast.Name) else None
-
-
-def static_flags(source: str) -> list[tuple[str, str]]:
-    """(flag, reason) for fallbacks to PyTorch in exception handlers and for inheriting the reference."""
-    try:
-        tree = threadsafe.parse(source)
-    except SyntaxError:
-        return []
-    flags = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
-            for base in node.bases:
-                if isinstance(base, ast.Name) and base.id == "Model":
-                    flags.append(("inherits_reference",
-                                  "ModelNew subclasses the reference Model; write the computation as a kernel"))
-        if isinstance(node, ast.Try):
-            for handler in node.handlers:
-                if any(isinstance(n, ast.Raise) for n in ast.walk(handler)):
-                    continue  # re-raises: validation with a better message, not a fallback
-                for sub in ast.walk(handler):
-                    if isinstance(sub, ast.Call):
-                        root = _call_root(sub.func)
-                        if root in _TORCH_ROOTS or root == "super":
-                            flags.append(("fallback",
-                                          f"an exception handler (line {handler.lineno}) falls back to PyTorch; "
-                                          "a failing kernel must fail, not be replaced"))
-                            break
-                else:
-                    continue
-                break
-    return flags
-
-
-# -- profiler ------------------------------------------------------------------------------------------
-
-
-def aten_ops(fn: Callable[[], Any]) -> set[tuple[str, str]]:
-    """The ATen ops `fn` runs, with their input shapes (dispatcher events: the same on CPU and GPU).
-
-    Shapes matter: a split reduction whose kernel writes partial sums and finishes with `torch.sum` over
-    them runs `aten::sum` on a much smaller tensor than the reference does, which is honest work sharing.
-    """
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-        fn()
-    return {(e.name, str(e.input_shapes)) for e in prof.events() if e.name.startswith("aten::")}
-
-
-def compute_ops(ops: set[tuple[str, str]]) -> set[tuple[str, str]]:
-    return {o for o in ops if o[0] not in TRIVIAL_OPS}

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .backends.base import Backend
+from ..backends.base import Backend
 
 
 @dataclass

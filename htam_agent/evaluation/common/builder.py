@@ -1,7 +1,7 @@
 """Trusted, shared builds of `load_inline` extensions: the only writer of the shared build cache.
 
 A candidate's sandbox never writes the shared cache (Landlock leaves it read-only): its `load_inline` sends
-the call's arguments to the checker (build_cache.py), and the checker builds here. An entry is the build of
+the call's arguments to the checker (sandbox/build_cache.py), and the checker builds here. An entry is the build of
 one key's exact inputs, so no candidate can plant one that another candidate loads:
 
 - key = sha256 of everything that decides the build: name, sources, functions, flags, include paths, the
@@ -40,7 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .sandbox_client import SandboxTimeout
+from .protocol import SandboxTimeout
 
 BUILDER_VERSION = 1
 LOCK_LIMIT_S = 900.0  # longer than any honest build (the compile phase's limit is 600 s)

@@ -3,7 +3,7 @@
 Task files are executed as Python modules; a broken one must fail here, with its path and what is wrong,
 never deep inside a worker. Sizes other than the module defaults (`SMALL_SIZES`, `ALT_SIZES`) are applied by
 overriding module globals, so the file itself stays a plain KernelBench file. A file without those dicts (every
-KernelBench file) gets them derived by `sizes.py`; an explicit dict always wins.
+KernelBench file) gets them derived by `sizes/` (analysis, probe, search); an explicit dict always wins.
 """
 
 from __future__ import annotations

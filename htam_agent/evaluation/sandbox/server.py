@@ -1,8 +1,7 @@
-"""The sandbox: the one process that imports and runs candidate code. Nothing it says is trusted.
+"""The sandbox's server: the one process that imports and runs candidate code. Nothing it says is trusted.
 
-    python -m htam_agent.evaluation.sandbox --fd N      (started by the checker, never by hand)
-
-It serves the checker's requests over a socket (protocol.py): import the candidate, build `ModelNew` with
+Started as `python -m htam_agent.evaluation.sandbox --fd N` (`sandbox/__main__.py`; by the checker, never
+by hand). It serves the checker's requests over a socket (`common/protocol.py`): import the candidate, build `ModelNew` with
 the weights the checker sends, call it on input buffers the checker fills, time single calls, and hand
 outputs back as sealed shared memory (CPU) or CUDA IPC handles. It never sees the reference model, its
 outputs or the seeds the inputs were drawn from, and it writes no verdict: the checker judges what comes
@@ -28,9 +27,10 @@ _T_START = time.perf_counter()
 import torch  # noqa: E402
 import torch.profiler  # noqa: E402, F401
 
-from . import anticheat, build_cache, containment, protocol  # noqa: E402
-from .backends import get_backend  # noqa: E402
-from .correctness import flatten_outputs  # noqa: E402
+from ..backends import get_backend  # noqa: E402
+from ..common import containment, observe, protocol  # noqa: E402
+from ..common.observe import flatten_outputs  # noqa: E402
+from . import build_cache, probe  # noqa: E402
 
 
 def _warm_profiler() -> None:
@@ -80,7 +80,7 @@ class Sandbox:
         self.device: Any = None
         self.module: Any = None
         self.cand_cls: Any = None
-        self.probe = anticheat.KernelProbe()
+        self.probe = probe.KernelProbe()
         self.slots: dict[str, Any] = {"__noop__": lambda *xs: xs[0].clone() if xs else None}
         self.class_name = "ModelNew"
         self.buffers: dict[str, Any] = {}
@@ -192,7 +192,7 @@ class Sandbox:
     def op_reference(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """A baseline's sandbox: the task's own `Model` at the job's size, built and timed like a candidate
         (only ever sent to a sandbox that loads no candidate)."""
-        from .tasks import load_task_source
+        from ..tasks import load_task_source
 
         task = load_task_source(body["source"], body["path"], size=body["size"], check_inputs=False,
                                 derived=body.get("derived"))
@@ -371,7 +371,7 @@ class Sandbox:
         model = self.slots[str(body["slot"])]
         inputs = self._decode(body["inputs"])
         with torch.no_grad():
-            ops = anticheat.compute_ops(anticheat.aten_ops(lambda: model(*[
+            ops = observe.compute_ops(observe.aten_ops(lambda: model(*[
                 x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])))
         return {"ops": sorted([list(o) for o in ops])}
 
@@ -462,34 +462,14 @@ def _snapshot() -> dict[str, Any]:
     for name, obj in vars(Sandbox).items():
         if callable(obj):
             objs[f"Sandbox.{name}"] = obj
-    from .backends import _devices
+    from ..backends import _devices
 
     for cls in (_devices.CudaTimer, _devices.CpuTimer, _devices.CudaDevice, _devices.CpuDevice):
         for name, obj in vars(cls).items():
             if callable(obj):
                 objs[f"{cls.__name__}.{name}"] = obj
-    for mod in (protocol, anticheat):
+    for mod in (protocol, probe, observe):
         for name, obj in vars(mod).items():
             if callable(obj) and getattr(obj, "__module__", None) == mod.__name__:
                 objs[f"{mod.__name__}.{name}"] = obj
     return {k: (v, getattr(v, "__code__", None)) for k, v in objs.items()}
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2 or argv[0] != "--fd":
-        print("usage: python -m htam_agent.evaluation.sandbox --fd N (started by the checker)", file=sys.stderr)
-        return 2
-    sock = socket.socket(fileno=int(argv[1]))
-    _warm_profiler()
-    try:  # when memory runs out, the kernel's OOM killer takes this process, not the checker
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write("1000")
-    except OSError:
-        pass
-    Sandbox(sock).serve()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

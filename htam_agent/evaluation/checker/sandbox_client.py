@@ -20,7 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import containment, protocol
+from ..common import containment, protocol
+from ..common.protocol import SandboxTimeout
 
 _SIGNAL_HINTS = {"SIGSEGV": "out-of-bounds host or device memory access?",
                  "SIGKILL": "killed, often the out-of-memory killer",
@@ -34,10 +35,6 @@ class SandboxDied(RuntimeError):
     def __init__(self, reason: str, returncode: int | None) -> None:
         super().__init__(reason)
         self.reason, self.returncode = reason, returncode
-
-
-class SandboxTimeout(RuntimeError):
-    pass
 
 
 class ProtocolViolation(RuntimeError):

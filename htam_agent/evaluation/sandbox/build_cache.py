@@ -2,7 +2,7 @@
 
 KernelBench candidates call `torch.utils.cpp_extension.load_inline` at import time. The wrapper installed
 here sends the call's arguments to the checker (`request`, an `{"event": "build"}` message on the
-sandbox's socket), which builds them once in the shared cache (builder.py: the only writer there). The
+sandbox's socket), which builds them once in the shared cache (common/builder.py: the checker is the only writer there). The
 answer hands over the trusted `.so` as a read-only descriptor with its sha256; the wrapper copies it into
 this evaluation's private root, checks the hash on the copy and loads the copy, so nothing another candidate wrote is ever loaded.
 Arguments a shared build does not take, and every call when there is no checker to ask (`request=None`:
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import builder
+from ..common import builder
 
 Request = Callable[[dict[str, Any]], dict[str, Any]]
 _installed = False

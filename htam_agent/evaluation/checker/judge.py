@@ -10,8 +10,9 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from ..common import observe
+from ..common.verdict import add_flag
 from . import correctness
-from .verdict import add_flag
 
 SABOTAGE_WHY = {
     "nan": "stays correct when the results of the candidate's kernels are overwritten with NaN: it is computed "
@@ -41,7 +42,7 @@ def check_facts(facts: list[dict[str, Any]], ref_out: Any) -> correctness.Output
     """What the sandbox says about its outputs' types (a lazy subclass, a sparse or meta tensor...)."""
     import torch
 
-    refs = correctness.flatten_outputs(ref_out)
+    refs = observe.flatten_outputs(ref_out)
     if len(facts) != len(refs):
         return correctness.OutputCheck(False, "output_count",
                                        f"{len(facts)} outputs, the reference returns {len(refs)}")
@@ -79,7 +80,7 @@ def untouched_outputs(ref_out: Any, out: Any, device: Any) -> list[int]:
     """Indices of floating outputs that still match the reference (after a sabotage run)."""
     import torch
 
-    refs, outs = correctness.flatten_outputs(ref_out), correctness.flatten_outputs(out)
+    refs, outs = observe.flatten_outputs(ref_out), observe.flatten_outputs(out)
     return [i for i, (r, o) in enumerate(zip(refs, outs, strict=False))
             if isinstance(r, torch.Tensor) and r.is_floating_point() and isinstance(o, torch.Tensor)
             and correctness.compare_tensor(r, o, device).passed]

@@ -36,6 +36,13 @@ DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32",
 _SEALS = getattr(fcntl, "F_SEAL_WRITE", 8) | getattr(fcntl, "F_SEAL_SHRINK", 2) | getattr(fcntl, "F_SEAL_GROW", 4)
 
 
+class SandboxTimeout(RuntimeError):
+    """A request (or a build the sandbox asked for) ran past its phase's limit: the evaluation is a timeout.
+
+    Here, on the wire both sides share, so the builder's `BuildTimeout` is one without importing the checker.
+    """
+
+
 class ProtocolError(RuntimeError):
     """The other side sent something malformed (from the sandbox: treated as the candidate's fault)."""
 

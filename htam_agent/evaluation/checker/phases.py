@@ -1,9 +1,9 @@
-"""The checker: the trusted process that assembles every verdict. It never imports candidate code.
+"""The checker's phases: how the trusted process assembles every verdict. It never imports candidate code.
 
-    python -m htam_agent.evaluation.checker --result-fd N      (started by runner.py; job JSON on stdin)
+The process starts in `checker/__main__.py` (`python -m htam_agent.evaluation.checker`, started by runner.py).
 
 It loads the task, draws the inputs from seeds only it knows, runs the reference, and drives a sandbox
-process (sandbox.py) that runs the candidate: every output the candidate hands back is compared here, its
+process (`evaluation/sandbox/`) that runs the candidate: every output the candidate hands back is compared here, its
 timings are bounded by this process's own clock, and the verdict goes to the parent through a pipe the
 sandbox never holds. The checker is a child subreaper and kills every process the candidate started when
 the evaluation ends.
@@ -18,14 +18,12 @@ from __future__ import annotations
 import gc
 import json
 import os
-import sys
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-_T_START = time.perf_counter()
 import torch  # noqa: E402
 
 # Modules the baselines use patch torch when first imported (dynamo wraps torch.manual_seed): import them
@@ -34,9 +32,12 @@ import torch._dynamo  # noqa: E402, F401
 import torch.profiler  # noqa: E402, F401
 import torch.utils.flop_counter  # noqa: E402, F401
 
-from . import anticheat, builder, containment, correctness, judge, protocol, roofline, timing  # noqa: E402
+from ..backends import get_backend  # noqa: E402
+from ..common import builder, containment, observe, protocol  # noqa: E402
+from ..common.verdict import add_flag, finalize, new_verdict  # noqa: E402
+from ..tasks import TaskError, load_task_source  # noqa: E402
+from . import correctness, judge, roofline, static, timing  # noqa: E402
 from . import inputs as inp  # noqa: E402
-from .backends import get_backend  # noqa: E402
 from .sandbox_client import (  # noqa: E402
     CandidateFailed,
     ProtocolViolation,
@@ -44,10 +45,7 @@ from .sandbox_client import (  # noqa: E402
     SandboxDied,
     SandboxTimeout,
 )
-from .tasks import TaskError, load_task_source  # noqa: E402
-from .verdict import add_flag, finalize, new_verdict  # noqa: E402
 
-_T_IMPORTED = time.perf_counter()
 COMPILE_PHASES = ("start", "compile", "baseline_compile")  # torch.compile's own compile counts as one
 CALIBRATION_CALLS = 25
 
@@ -150,7 +148,7 @@ def reference_outputs(run: Run, ref: Any, inputs: list[Any]) -> Any:
 
 
 def finite(values: Any) -> bool:
-    return all(bool(torch.isfinite(t).all()) for t in correctness.flatten_outputs(values)
+    return all(bool(torch.isfinite(t).all()) for t in observe.flatten_outputs(values)
                if isinstance(t, torch.Tensor) and t.is_floating_point())
 
 
@@ -259,10 +257,10 @@ def check_repeats(run: Run, repeats: int = 8) -> bool:
                                 "failed_check": res.check, "detail": res.detail})
             v["failed_check"] = f"repeat:{res.check}"
             return False
-        flat = [t for t in correctness.flatten_outputs(out) if isinstance(t, torch.Tensor)]
+        flat = [t for t in observe.flatten_outputs(out) if isinstance(t, torch.Tensor)]
         if first is None:
             first = flat
-        elif not all(torch.equal(a, b) or (a.is_floating_point() and anticheat._same(a, b))
+        elif not all(torch.equal(a, b) or (a.is_floating_point() and observe.same(a, b))
                      for a, b in zip(first, flat, strict=True)):
             differ = True
     v["trials"].append({"trial": f"{repeats} repeats of the same inputs", "passed": True})
@@ -286,7 +284,7 @@ def fits_sets(inputs: list[Any], device: Any, n_sets: int) -> int:
 
 
 def _output_spec(out: Any) -> list[list[Any]]:
-    return [[list(o.shape), str(o.dtype).removeprefix("torch.")] for o in correctness.flatten_outputs(out)
+    return [[list(o.shape), str(o.dtype).removeprefix("torch.")] for o in observe.flatten_outputs(out)
             if isinstance(o, torch.Tensor)]
 
 
@@ -451,7 +449,7 @@ def phase_static(run: Run) -> bool:
         v["status"] = "invalid_candidate"
         v["reason"] = f"not a valid {run.backend.name} candidate: " + "; ".join(problems)
         return False
-    for name, why in anticheat.static_flags(source):
+    for name, why in static.static_flags(source):
         add_flag(v, name, why)
     return True
 
@@ -585,7 +583,7 @@ def phase_evidence(run: Run) -> bool:
     run.enter("check_ops")
     inputs = inp.make_inputs(run.task, run.device, run.seed, "task")
     with torch.no_grad():
-        ref_ops = anticheat.compute_ops(anticheat.aten_ops(lambda: run.ref(*inp.clone_inputs(inputs))))
+        ref_ops = observe.compute_ops(observe.aten_ops(lambda: run.ref(*inp.clone_inputs(inputs))))
     enc, ids = run.sb.upload(inputs, run.left())
     reply = run.sb.ask("ops", run.left(), slot="main", inputs=enc)
     run.sb.free(ids, run.left())
@@ -676,7 +674,7 @@ def _sabotage_inputs(run: Run) -> tuple[list[Any], Any, bool]:
         ref_out = reference_outputs(run, run.ref, inputs)
         if finite(ref_out) or dist == "task":
             break
-    outs = [o for o in correctness.flatten_outputs(ref_out) if isinstance(o, torch.Tensor) and o.is_floating_point()]
+    outs = [o for o in observe.flatten_outputs(ref_out) if isinstance(o, torch.Tensor) and o.is_floating_point()]
     same_as_input = any(
         o.shape == x.shape and o.dtype == x.dtype and correctness.compare_tensor(o, x, run.device).passed
         for o in outs for x in inputs if isinstance(x, torch.Tensor))
@@ -911,53 +909,4 @@ def run_job(job: dict[str, Any], events: Events, sandbox: SandboxClient | None) 
     return finalize(verdict)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) < 2 or argv[0] != "--result-fd":
-        print("usage: python -m htam_agent.evaluation.checker --result-fd N (job JSON on stdin)", file=sys.stderr)
-        return 2
-    events = Events(int(argv[1]))
-    containment.become_subreaper()
-    containment.make_undumpable()
-    sandbox = SandboxClient(env=dict(os.environ))  # starts now: its imports overlap the wait for the job
-    # Who to sweep if this checker is killed from outside (the parent's limit): the sandbox's uid and pid.
-    events.emit({"event": "sandbox", "pid": sandbox.proc.pid,
-                 "uid": sandbox.identity.uid if sandbox.identity else None})
-    line = sys.stdin.readline()
-    if not line.strip():  # no job (the parent is done): nothing of ours may stay, the parent's folder neither
-        sandbox.kill()
-        sandbox.cleanup()
-        containment.kill_tree(None)
-        if os.path.basename(os.getcwd()).startswith("htam-job-"):
-            import shutil
-
-            shutil.rmtree(os.getcwd(), ignore_errors=True)
-        os._exit(0)
-    job = json.loads(line)
-    imports = round(_T_IMPORTED - _T_START, 3)
-    keep = bool(job.get("keep_scratch")) and job["mode"] != "baseline"
-    verdict = run_job(job, events, sandbox)
-    verdict["phase_seconds"]["imports"] = imports
-    verdict["sandbox_stderr_tail"] = sandbox.stderr_tail(2000)
-    sandbox.kill()
-    if keep:
-        verdict["scratch"] = str(sandbox.scratch)
-    containment.kill_tree(None)
-    left = sandbox.leftovers()  # after every kill: none, or the verdict says so and is never stored
-    sandbox.cleanup(keep=keep)
-    if left:
-        verdict["leftover_processes"] = len(left)
-        add_flag(verdict, "processes_outlived", f"{len(left)} process(es) the candidate started were still "
-                 "alive after the evaluation (the next evaluations' timings may be affected)")
-        finalize(verdict)
-    events.emit({"event": "verdict", "verdict": verdict})
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
-
-
-if __name__ == "__main__":
-    main()
-
-
-__all__ = ["PHASES", "Run", "evaluate", "main", "run_job"]
+__all__ = ["PHASES", "Events", "Run", "evaluate", "run_job"]

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .correctness import flatten_outputs
+from ..common.observe import flatten_outputs
 
 SLACK = {"cuda": 0.8, "cpu": 0.25}  # a CPU ceiling measured on a busy machine is low: flag only far below
 

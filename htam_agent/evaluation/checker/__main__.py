@@ -1,0 +1,69 @@
+"""The checker process: `python -m htam_agent.evaluation.checker --result-fd N` (runner.py starts it; job JSON on stdin).
+
+It becomes a child subreaper, starts its sandbox at once (both import torch while the job is on its way),
+runs the phases (`phases.py`) and writes the verdict on the pipe only it holds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+_T_START = time.perf_counter()
+from ..common import containment  # noqa: E402
+from ..common.verdict import add_flag, finalize  # noqa: E402
+from .phases import Events, run_job  # noqa: E402 (imports torch and what the baselines patch)
+from .sandbox_client import SandboxClient  # noqa: E402
+
+_T_IMPORTED = time.perf_counter()
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) < 2 or argv[0] != "--result-fd":
+        print("usage: python -m htam_agent.evaluation.checker --result-fd N (job JSON on stdin)", file=sys.stderr)
+        return 2
+    events = Events(int(argv[1]))
+    containment.become_subreaper()
+    containment.make_undumpable()
+    sandbox = SandboxClient(env=dict(os.environ))  # starts now: its imports overlap the wait for the job
+    # Who to sweep if this checker is killed from outside (the parent's limit): the sandbox's uid and pid.
+    events.emit({"event": "sandbox", "pid": sandbox.proc.pid,
+                 "uid": sandbox.identity.uid if sandbox.identity else None})
+    line = sys.stdin.readline()
+    if not line.strip():  # no job (the parent is done): nothing of ours may stay, the parent's folder neither
+        sandbox.kill()
+        sandbox.cleanup()
+        containment.kill_tree(None)
+        if os.path.basename(os.getcwd()).startswith("htam-job-"):
+            import shutil
+
+            shutil.rmtree(os.getcwd(), ignore_errors=True)
+        os._exit(0)
+    job = json.loads(line)
+    imports = round(_T_IMPORTED - _T_START, 3)
+    keep = bool(job.get("keep_scratch")) and job["mode"] != "baseline"
+    verdict = run_job(job, events, sandbox)
+    verdict["phase_seconds"]["imports"] = imports
+    verdict["sandbox_stderr_tail"] = sandbox.stderr_tail(2000)
+    sandbox.kill()
+    if keep:
+        verdict["scratch"] = str(sandbox.scratch)
+    containment.kill_tree(None)
+    left = sandbox.leftovers()  # after every kill: none, or the verdict says so and is never stored
+    sandbox.cleanup(keep=keep)
+    if left:
+        verdict["leftover_processes"] = len(left)
+        add_flag(verdict, "processes_outlived", f"{len(left)} process(es) the candidate started were still "
+                 "alive after the evaluation (the next evaluations' timings may be affected)")
+        finalize(verdict)
+    events.emit({"event": "verdict", "verdict": verdict})
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

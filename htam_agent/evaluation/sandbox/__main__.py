@@ -1,0 +1,28 @@
+"""The sandbox process: `python -m htam_agent.evaluation.sandbox --fd N` (started by the checker, never by hand)."""
+
+from __future__ import annotations
+
+import socket
+import sys
+
+from .server import Sandbox, _warm_profiler
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] != "--fd":
+        print("usage: python -m htam_agent.evaluation.sandbox --fd N (started by the checker)", file=sys.stderr)
+        return 2
+    sock = socket.socket(fileno=int(argv[1]))
+    _warm_profiler()
+    try:  # when memory runs out, the kernel's OOM killer takes this process, not the checker
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+    Sandbox(sock).serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
