@@ -78,3 +78,201 @@ def test_the_architecture_doc_shows_the_same_layers():
     for unit, layer in LAYERS.items():
         if unit != "__main__":
             assert f"`{unit}" in doc, f"docs/architecture.md does not mention {unit} (layer {layer})"
+
+
+# -- inside the evaluator: one room per process ---------------------------------------------------------
+# `evaluation/` holds three processes and the leaves they share (docs/evaluation.md):
+# - the parent: the modules directly in `evaluation/` (runner, gateway, store, readout, options, __main__);
+# - the checker (trusted): `evaluation/checker/`;
+# - the sandbox (untrusted, runs the candidate): `evaluation/sandbox/`;
+# - shared leaves, imported by all three and importing none of them: `evaluation/common/` (the wire
+#   `protocol`, `verdict`, `containment`, `builder`, `observe`, `paths`), `evaluation/tasks/`,
+#   `evaluation/backends/`.
+EVALUATION = PACKAGE / "evaluation"
+SHARED = ("common", "tasks", "backends")
+
+
+def _module_of(path: Path) -> str:
+    return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+
+
+def _targets(path: Path) -> set[str]:
+    """Every `htam_agent...` module a file imports, full names (`from pkg import mod` counts as `pkg.mod`)."""
+    module = _module_of(path)
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("htam_agent")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")[: None if path.name == "__init__.py" else -1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.startswith("htam_agent"):
+                out.add(target)
+                out |= {f"{target}.{a.name}" for a in node.names}
+    return out
+
+
+def _room(module: str) -> str | None:
+    """parent, checker, sandbox or shared for a module of the evaluator; None outside it."""
+    if not module.startswith("htam_agent.evaluation."):
+        return None
+    first = module.split(".")[2]
+    if first in ("checker", "sandbox"):
+        return first
+    if first in SHARED:
+        return "shared"
+    is_module = (EVALUATION / f"{first}.py").exists()
+    return "parent" if is_module else None  # a name imported from the package itself, not a module
+
+
+def _edges() -> dict[str, set[str]]:
+    """file (relative to evaluation/) -> the rooms of the evaluator's modules it imports."""
+    return {str(p.relative_to(EVALUATION)): {r for t in _targets(p) if (r := _room(t))}
+            for p in EVALUATION.rglob("*.py")}
+
+
+def test_the_rooms_are_what_the_comment_says():
+    edges = _edges()
+    rooms = {_room(_module_of(EVALUATION / f)) for f in edges if f != "__init__.py"}
+    assert rooms == {"parent", "checker", "sandbox", "shared"}
+    # the parser sees real edges (a check that saw none would pass vacuously)
+    assert "shared" in edges["checker/phases.py"] and "shared" in edges["sandbox/server.py"]
+    assert "checker" in edges["checker/__main__.py"] and "shared" in edges["runner.py"]
+
+
+def test_the_sandbox_never_imports_the_checker_nor_the_parent():
+    bad = sorted(f"{f} imports the {r}" for f, rs in _edges().items() if f.startswith("sandbox/")
+                 for r in rs & {"checker", "parent"})
+    assert bad == [], "the sandbox runs candidate code: it may import only common/, tasks/, backends/"
+
+
+def test_the_checker_never_imports_the_sandbox_nor_the_parent():
+    bad = sorted(f"{f} imports the {r}" for f, rs in _edges().items() if f.startswith("checker/")
+                 for r in rs & {"sandbox", "parent"})
+    assert bad == [], "the checker starts the sandbox by module name (`-m`), never imports it, nor the parent"
+
+
+def test_shared_leaves_import_none_of_the_three_processes():
+    bad = sorted(f"{f} imports the {r}" for f, rs in _edges().items() if f.split("/")[0] in SHARED
+                 for r in rs - {"shared"})
+    assert bad == [], "common/, tasks/ and backends/ are leaves: move what they need into common/"
+
+
+def test_every_started_process_module_exists():
+    """`python -m htam_agent.evaluation.X` strings in the package name packages with a __main__.py."""
+    started = set()
+    for p in EVALUATION.rglob("*.py"):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    node.value.startswith("htam_agent.evaluation.") and " " not in node.value:
+                started.add(node.value)
+    assert {"htam_agent.evaluation.checker", "htam_agent.evaluation.sandbox"} <= started
+    for name in started:
+        folder = PACKAGE.parent.joinpath(*name.split("."))
+        assert (folder / "__main__.py").exists() or folder.with_suffix(".py").exists(), name
+
+
+# -- a verdict is read only through Readout -------------------------------------------------------------
+# Outside `evaluation/`, no module subscripts or `.get()`s a verdict with one of its keys: `Readout` has a
+# property or method for each thing callers want, so "accepted?", "how fast?" have one answer each.
+# `state` is exempt: it sits on layer 3 and imports nothing (its one read, `not_evaluated`, filters the
+# state's own records). NOT_MOVED_YET names the modules whose reads still wait for their Readout method.
+NOT_MOVED_YET = {"bench/kernelbench_checks.py"}
+_PRODUCERS = {"benchmark", "evaluate", "verify", "compile", "no_code", "not_evaluated"}
+
+
+def _verdict_keys() -> set[str]:
+    from htam_agent.evaluation.common.verdict import Verdict
+
+    return set(Verdict.__annotations__) | {"error", "builds", "build_seconds", "wall_clock", "sandbox"}
+
+
+def _is_verdict(node: ast.AST, tracked: set[str]) -> bool:
+    """An expression that holds a verdict: a name saying so (or bound to one), `x["verdict"]`,
+    `x.get("verdict")`, `... or {}` around one, a gateway/evaluator call that returns one."""
+    if isinstance(node, ast.Name):  # `v` is what the code base calls a verdict in a short scope
+        return "verdict" in node.id.lower() or node.id in tracked or node.id == "v"
+    if isinstance(node, ast.Attribute):  # `.v`: the verdict a Readout holds, read raw behind its back
+        return "verdict" in node.attr.lower() or node.attr == "v"
+    if isinstance(node, ast.Subscript):  # x["verdict"], or one of a collection of verdicts: verdicts[k]
+        return (isinstance(node.slice, ast.Constant) and node.slice.value == "verdict") or (
+            isinstance(node.value, ast.Name) and "verdicts" in node.value.id.lower())
+    if isinstance(node, ast.BoolOp):
+        return any(_is_verdict(v, tracked) for v in node.values)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr == "get" and isinstance(node.func.value, ast.Name) and \
+                "verdicts" in node.func.value.id.lower():
+            return True  # verdicts.get(key): one of a collection
+        if node.func.attr == "get" and node.args and isinstance(node.args[0], ast.Constant):
+            return node.args[0].value == "verdict"
+        return node.func.attr in _PRODUCERS
+    return False
+
+
+def raw_verdict_reads(source: str, keys: set[str]) -> list[str]:
+    """`line: expr[key]` for every read of a verdict key on a verdict expression in `source`."""
+    tree = ast.parse(source)
+    out = []
+    for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
+        tracked: set[str] = set()
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            tracked = {a.arg for a in scope.args.args + scope.args.kwonlyargs
+                       if a.annotation is not None and "Verdict" in ast.unparse(a.annotation)}
+        nodes = list(ast.walk(scope))
+        for n in nodes:  # assignments in source order are enough for the code we have
+            if isinstance(n, ast.Assign) and _is_verdict(n.value, tracked):
+                tracked |= {t.id for t in n.targets if isinstance(t, ast.Name)}
+            if isinstance(n, ast.For) and isinstance(n.target, ast.Name) and isinstance(n.iter, ast.Call) and \
+                    isinstance(n.iter.func, ast.Name) and n.iter.func.id == "VerdictStore":
+                tracked.add(n.target.id)  # iterating the store yields verdicts
+        for n in nodes:
+            if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant):
+                key, obj = n.slice.value, n.value
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get" and \
+                    n.args and isinstance(n.args[0], ast.Constant):
+                key, obj = n.args[0].value, n.func.value
+            else:
+                continue
+            if key in keys and _is_verdict(obj, tracked):
+                out.append(f"{n.lineno}: {ast.unparse(obj)}[{key!r}]")
+    return sorted(set(out))
+
+
+def test_the_raw_read_check_sees_the_patterns_callers_used():
+    """The check must catch what the code did before Readout took over (issue 26), or it proves nothing."""
+    keys = _verdict_keys()
+    before = '''
+def f(c, gateway, state):
+    verdict = (c.get("verdict") or {})
+    a = verdict.get("speedup_vs_eager")
+    b = (c.get("verdict") or {}).get("accepted")
+    v = gateway.benchmark(cand)
+    d = v["status"]
+    e = c["verdict"].get("not_evaluated")
+    for x in VerdictStore():
+        x.get("device_name")
+    r = Readout(verdict)
+    t = r.v.get("trials")
+    return r.reason, state.get("status"), options["backend"]
+'''
+    found = raw_verdict_reads(before, keys)
+    assert {f.split(": ", 1)[1] for f in found} == {
+        "c.get('verdict') or {}['accepted']", "c['verdict']['not_evaluated']", "v['status']",
+        "verdict['speedup_vs_eager']", "x['device_name']", "r.v['trials']"}, found
+
+
+def test_no_raw_verdict_key_is_read_outside_the_evaluator():
+    keys = _verdict_keys()
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = str(path.relative_to(PACKAGE))
+        if rel.startswith("evaluation/") or rel == "state.py" or rel in NOT_MOVED_YET:
+            continue
+        bad += [f"{rel}:{hit}" for hit in raw_verdict_reads(path.read_text(), keys)]
+    assert bad == [], "read these through evaluation.readout.Readout (add a property there if none fits)"
+    for rel in NOT_MOVED_YET:  # the exceptions shrink: one that is clean must leave the list
+        assert raw_verdict_reads((PACKAGE / rel).read_text(), keys), f"{rel} is clean: drop it from NOT_MOVED_YET"

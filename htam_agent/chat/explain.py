@@ -99,7 +99,7 @@ def explain(verdict: dict[str, Any] | None, label: str = "the candidate") -> str
     lines = [f"{label} was not accepted ({r.status.replace('_', ' ')})."]
     if r.reason:
         lines.append(f"What the evaluator saw: {r.reason}")
-    failed = [t for t in r.v.get("trials") or [] if isinstance(t, dict) and t.get("passed") is False]
+    failed = r.failed_trials
     if failed:
         t = failed[0]
         err = t.get("max_abs_err")

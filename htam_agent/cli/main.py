@@ -149,10 +149,10 @@ def eval_cmd(
     if as_json:
         sys.stdout.write(json.dumps(verdict, indent=1, default=str) + "\n")
     else:
-        style = STATUS_STYLE.get(verdict["status"], "bold yellow")
-        console.print(f"[{style}]{verdict['status'].upper()}[/]")
+        style = STATUS_STYLE.get(Readout(verdict).status, "bold yellow")
+        console.print(f"[{style}]{Readout(verdict).status.upper()}[/]")
         typer.echo(Readout(verdict).text())
-    raise typer.Exit(0 if verdict["accepted"] else 1)
+    raise typer.Exit(0 if Readout(verdict).accepted else 1)
 
 
 @verdicts_app.command("import")
@@ -181,15 +181,13 @@ def verdicts_export(file: Path) -> None:
 @verdicts_app.command("list")
 def verdicts_list(task: Annotated[str | None, typer.Option(help="only this task")] = None) -> None:
     """One line per stored verdict: task, backend, device, status, speedup."""
+    from htam_agent.evaluation.readout import Readout
     from htam_agent.evaluation.store import VerdictStore
 
     for v in VerdictStore():
-        if task and v.get("task") != task:
+        if task and Readout(v).task != task:
             continue
-        sp = v.get("speedup_vs_eager")
-        typer.echo(f"{v.get('key', '')[:12]}  {v.get('task', ''):<32} {v.get('backend', ''):<7} "
-                   f"{v.get('device_name', '')[:24]:<24} {v.get('kind', 'candidate'):<9} {v.get('status', ''):<17} "
-                   f"{'' if sp is None else f'{sp:.2f}x'}")
+        typer.echo(Readout(v).store_line())
 
 
 @tasks_app.command("list")

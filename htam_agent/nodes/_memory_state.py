@@ -4,6 +4,7 @@ memory status is `evaluation.readout.Readout`'s (the one reader of verdicts)."""
 from __future__ import annotations
 
 from htam_agent.context import RunContext
+from htam_agent.evaluation.readout import Readout
 from htam_agent.state import AgentState, measured_by_step
 
 
@@ -44,14 +45,14 @@ def task_memory(state: AgentState, ctx: RunContext):  # -> htam_agent.memory.sch
     for step, last in measured_by_step(state).items():
         raw = keys.get(step)
         key = StateKey(raw[0], raw[1], raw[2], ctx.backend) if raw and len(raw) == 3 else None
-        accepted = [c for c in last if (c.get("verdict") or {}).get("accepted")]
-        top = max(accepted, key=lambda c: c["verdict"].get("speedup_vs_eager") or 0.0, default=None)
-        top_speed = (top or {}).get("verdict", {}).get("speedup_vs_eager") if top else None
+        accepted = [c for c in last if Readout(c.get("verdict")).accepted]
+        top = max(accepted, key=lambda c: Readout(c.get("verdict")).speedup_vs_eager or 0.0, default=None)
+        top_speed = Readout(top.get("verdict")).speedup_vs_eager if top else None
         new_best = top is not None and (best is None or (top_speed is not None and top_speed > best))
         for c in last:
-            v = c.get("verdict") or {}
-            speed = v.get("speedup_vs_eager")
-            ok = bool(v.get("accepted"))
+            read = Readout(c.get("verdict"))
+            speed = read.speedup_vs_eager
+            ok = read.accepted
             baseline = ok and best is None  # no best before this step: it sets one, it improves nothing
             improved = ok and best is not None and speed is not None and speed > best
             direction = c.get("direction") or steps.get(step)

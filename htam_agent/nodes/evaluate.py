@@ -15,6 +15,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from htam_agent.context import RunContext
+from htam_agent.evaluation.readout import Readout
 from htam_agent.run.artifacts import RunArtifacts
 from htam_agent.run.resources import gateway_for
 from htam_agent.state import (
@@ -41,7 +42,7 @@ def evaluate(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         compiled = cand.get("compile")
         if not cand.get("code"):
             verdict = gateway.no_code(state.get("task_name", ""), cand.get("error") or "")
-        elif compiled and compiled.get("status") != "accepted":
+        elif compiled and Readout(compiled).status != "accepted":
             verdict = compiled
         else:
             from htam_agent.evaluation.runner import Candidate
@@ -54,24 +55,25 @@ def evaluate(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         done["verdict"] = verdict
         done["compile"] = None  # the full verdict supersedes it; keeps the checkpoint small
         updated.append(done)  # type: ignore[arg-type]
+        read = Readout(verdict)
         write({"event": "verdict", "step": step, "variant": cand["variant"], "repair": cand["repair"],
-               "status": verdict.get("status"), "speedup_vs_eager": verdict.get("speedup_vs_eager"),
-               "reason": (verdict.get("reason") or "")[:300]})
+               "status": read.status, "speedup_vs_eager": read.speedup_vs_eager, "reason": read.reason[:300]})
     return {"candidates": updated}
 
 
 def route_after_evaluate(state: AgentState, runtime: Runtime[RunContext]) -> list[Send] | str:
     ctx = runtime.context
     cands = step_candidates(state)
-    if any((c.get("verdict") or {}).get("accepted") for c in cands):
+    if any(Readout(c.get("verdict")).accepted for c in cands):
         return "update_memory"
     sends: list[Send] = []
     for variant, last in sorted(latest_per_variant(cands).items()):
         verdict = last.get("verdict") or {}
-        status = "no_code" if verdict.get("no_code") else verdict.get("status")
+        read = Readout(verdict)
+        status = "no_code" if read.no_code else read.status
         if status not in _REPAIRABLE or last.get("repair", 0) >= ctx.max_repairs:
             continue
-        if verdict.get("no_code") and not last.get("uses_llm"):
+        if read.no_code and not last.get("uses_llm"):
             continue  # a deterministic coder that wrote nothing will write nothing again
         sends.append(Send("generate", {
             **base_payload(state), "variant": variant, "repair": last.get("repair", 0) + 1,
@@ -84,7 +86,6 @@ def route_after_evaluate(state: AgentState, runtime: Runtime[RunContext]) -> lis
 
 
 def feedback_of(verdict: dict[str, Any]) -> str:
-    from htam_agent.evaluation.readout import Readout
 
     return Readout(verdict).feedback()
 
@@ -98,7 +99,6 @@ def tried_payload(state: AgentState) -> list[dict[str, Any]]:
     """This task's candidates of finished steps (each variant's last repair, with a real verdict), oldest first:
     what the coders are told was already measured, so that none writes it again (the code of the newest
     TRIED_WITH_CODE only)."""
-    from htam_agent.evaluation.readout import Readout
 
     out = []
     for step, measured in measured_by_step(state).items():

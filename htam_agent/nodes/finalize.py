@@ -10,6 +10,7 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from htam_agent.context import RunContext
+from htam_agent.evaluation.readout import Readout
 from htam_agent.run.artifacts import RunArtifacts
 from htam_agent.run.result import RunResult
 from htam_agent.state import AgentState
@@ -57,9 +58,9 @@ def finalize(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     result = build_result(state, ctx, art, time.time() - started)
     best = state.get("best") or {}
     if best.get("code"):
-        v = best.get("verdict") or {}
+        read = Readout(best.get("verdict"))
         header = (f"# Best kernel of htam run {result.run_id} for {result.task} ({ctx.backend}), step {best.get('step')}:"
-                  f" {v.get('speedup_vs_eager')}x over eager on {v.get('device_name') or v.get('device')}.\n"
+                  f" {read.speedup_vs_eager}x over eager on {read.device_label}.\n"
                   f"# Written by {'LLM ' + result.coder if result.uses_llm else 'the htam exemplar coder (no LLM)'};"
                   " accepted by the htam evaluator. Use it as a drop-in ModelNew.\n")
         art.write_best(header + best["code"])

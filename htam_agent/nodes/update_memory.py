@@ -35,18 +35,19 @@ from htam_agent.state import (
 
 
 def _speed(c: dict[str, Any]) -> float:
-    return (c.get("verdict") or {}).get("speedup_vs_eager") or 0.0
+    return Readout(c.get("verdict")).speedup_vs_eager or 0.0
 
 
 def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     step = state.get("step", 0)
     cands = step_candidates(state)
-    accepted = [c for c in cands if (c.get("verdict") or {}).get("accepted")]
+    accepted = [c for c in cands if Readout(c.get("verdict")).accepted]
     chosen = max(accepted, key=_speed) if accepted else (max(cands, key=lambda c: (c.get("repair", 0),
                                                                                    -c.get("variant", 0)))
                                                           if cands else None)
     verdict = (chosen or {}).get("verdict") or {}
+    read = Readout(verdict)
     direction = state.get("direction") or {}
     strategy_ids = list(dict.fromkeys(s for c in cands for s in c.get("strategy_ids", [])))
     prev_best = state.get("best")
@@ -54,14 +55,14 @@ def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, 
 
     improved = False
     if accepted and chosen is not None:
-        speed = verdict.get("speedup_vs_eager")
+        speed = read.speedup_vs_eager
         old = (prev_best or {}).get("speedup_vs_eager")
         if prev_best is None or (speed is not None and (old is None or speed > old)):
             improved = True
             update["best"] = Best(step=step, variant=chosen.get("variant", 0), code=chosen["code"] or "",
                                   code_path=chosen.get("code_path") or "", verdict=verdict,
-                                  speedup_vs_eager=speed, speedup_vs_compile=verdict.get("speedup_vs_compile"),
-                                  roofline_fraction=Readout(verdict).roofline_fraction)
+                                  speedup_vs_eager=speed, speedup_vs_compile=read.speedup_vs_compile,
+                                  roofline_fraction=read.roofline_fraction)
 
     # a coder that cannot handle the task says nothing about the direction: no transition is recorded
     unsupported = bool(cands) and all((c.get("error") or "").startswith(UNSUPPORTED) for c in cands)
@@ -76,7 +77,7 @@ def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, 
             _record_candidate(mem, state, c, c.get("direction") or direction["id"], mstate, history, known, step)
         if improved and chosen is not None and chosen.get("code"):
             card = mem.learn_card(mstate, chosen.get("direction") or direction["id"], code=chosen["code"] or "",
-                                  plan=chosen.get("plan", ""), speedup_after=verdict.get("speedup_vs_eager"),
+                                  plan=chosen.get("plan", ""), speedup_after=read.speedup_vs_eager,
                                   built_on=chosen.get("strategy_ids") or [], task_id=state.get("task_name", ""),
                                   run_id=state["run_id"], step=step)
             learned = card.id if card is not None else None
@@ -84,11 +85,11 @@ def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, 
     applied = (chosen or {}).get("direction") or direction.get("id")
     record = StepRecord(step=step, direction=applied, direction_reason=direction.get("reason", ""),
                         strategies=list((chosen or {}).get("strategy_ids") or []) if accepted else strategy_ids,
-                        status=verdict.get("status", "none"), accepted=bool(accepted),
-                        failed=not accepted, speedup_vs_eager=verdict.get("speedup_vs_eager"),
-                        speedup_vs_compile=verdict.get("speedup_vs_compile"), roofline_fraction=Readout(verdict).roofline_fraction,
+                        status=read.status if read.recorded else "none", accepted=bool(accepted),
+                        failed=not accepted, speedup_vs_eager=read.speedup_vs_eager,
+                        speedup_vs_compile=read.speedup_vs_compile, roofline_fraction=read.roofline_fraction,
                         repairs=max((c.get("repair", 0) for c in cands), default=0), candidates=len(cands),
-                        reason=(verdict.get("reason") or "")[:500], improved=improved,
+                        reason=read.reason[:500], improved=improved,
                         directions=[c.get("direction") or direction.get("id") for c in finals],
                         state_key=state_key_list(state), learned=learned)
     update["history"] = [record]
@@ -122,21 +123,21 @@ def _record_candidate(mem: Any, state: AgentState, c: dict[str, Any], direction:
     """One event per candidate (its last repair) with a real verdict, under what it applied."""
     from htam_agent.memory.schema import Outcome
 
-    verdict = c.get("verdict") or {}
-    if not verdict or verdict.get("not_evaluated") or (c.get("error") or "").startswith(UNSUPPORTED):
+    read = Readout(c.get("verdict"))
+    if not read.recorded or read.not_evaluated or (c.get("error") or "").startswith(UNSUPPORTED):
         return
     if direction not in mem.directions:
         return  # a declared direction the memory does not know (the coder's parser only passes known ones)
-    accepted = bool(verdict.get("accepted"))
-    speed = verdict.get("speedup_vs_eager") if accepted else None
-    outcome = Outcome(accepted=accepted, status=Readout(verdict).memory_status,
+    accepted = read.accepted
+    speed = read.speedup_vs_eager if accepted else None
+    outcome = Outcome(accepted=accepted, status=read.memory_status,
                       speedup_vs_eager=speed if speed and speed > 0 else None,
-                      failed_reason="" if accepted else (verdict.get("reason") or "")[:500])
+                      failed_reason="" if accepted else read.reason[:500])
     strategies = [s for s in c.get("strategy_ids") or [] if s in known]
     how = "declared" if c.get("declared") else "assigned"
     note = (f"{state.get('task_name')}: direction {direction} ({how}) with {', '.join(strategies) or 'no strategy'}"
-            f" -> {verdict.get('status')}" + (f", {speed:.2f}x over eager" if speed else "")
-            + ("" if accepted else f" ({(verdict.get('reason') or '')[:200]})"))
+            f" -> {read.status}" + (f", {speed:.2f}x over eager" if speed else "")
+            + ("" if accepted else f" ({read.reason[:200]})"))
     variant = c.get("variant", 0)
     uid = f"{state['run_id']}:{step}" + (f":v{variant}" if variant else "")
     mem.record(mstate, direction, strategies, outcome, history=history, note=note,

@@ -59,12 +59,12 @@ def best_verdict_in(artifact_dir: str | Path, step: int | None, speedup: float |
             v = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        if isinstance(v, dict) and v.get("accepted"):
+        if isinstance(v, dict) and Readout(v).accepted:
             accepted.append(v)
     if not accepted:
         return None
-    same = [v for v in accepted if speedup is not None and _num(v.get("speedup_vs_eager")) == _num(speedup)]
-    return (same or sorted(accepted, key=lambda v: _num(v.get("speedup_vs_eager")) or 0.0))[-1]
+    same = [v for v in accepted if speedup is not None and Readout(v).speedup_vs_eager == _num(speedup)]
+    return (same or sorted(accepted, key=lambda v: Readout(v).speedup_vs_eager or 0.0))[-1]
 
 
 @dataclass(frozen=True)
