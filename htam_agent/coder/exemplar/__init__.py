@@ -4,6 +4,10 @@ A task's reference `Model` is traced with torch.fx and matched to a family (elem
 epilogues, row-wise reductions and normalizations, tiled matmul). Each family renders candidates for the cuda
 (NVRTC), triton and cpp backends from a small set of knobs; retrieved HTAM strategies map to knob changes, so
 the memory's choices change the code. Nothing heavy is imported here: torch loads only when a task is traced.
+
+Where things live: every elementwise op and its spellings (`F.*`, `torch.*`, tensor methods, `nn.*` modules)
+is one row of `optable.py` (an op is added with one `register(OpRow(...))`; see its docstring); the staged
+family's stage kinds each have one emitter in `stages/` whose kernel text is in `templates/*.tmpl`.
 """
 
 from __future__ import annotations
