@@ -51,7 +51,8 @@ def main() -> None:
             rec = (cand.get("median_ms"), cand.get("in_process_median_ms", cand.get("median_ms")))
             print(json.dumps({"round": r, "candidate": name, "status": v["status"], "record_ms": rec[0],
                               "in_process_ms": rec[1], "clock": cand.get("clock"),
-                              "flags": [f["name"] for f in v["flags"]]}), flush=True)
+                              "flags": [f["name"] for f in v["flags"]],
+                              **({} if v["accepted"] else {"reason": str(v.get("reason", ""))[:400]})}), flush=True)
             if v["accepted"]:
                 times[name].append(rec)
     twin = times[TWIN]
