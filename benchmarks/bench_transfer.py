@@ -92,7 +92,7 @@ def main() -> None:
     if not os.environ.get("HTAM_DEVICE_NAME"):
         sys.exit("set HTAM_DEVICE_NAME to the device the verdicts were made on (e.g. 'NVIDIA H200')")
 
-    from htam_agent.bench.runner import BenchConfig, plan, run_bench
+    from htam_agent.bench.driver import BenchConfig, plan, run_bench
     from htam_agent.bench.suite import resolve_suite
     from htam_agent.context import RunContext
     from htam_agent.evaluation.store import VerdictStore

@@ -1,7 +1,7 @@
 """The agent as users call it: `run_optimization` (one task, checkpointed, resumable) and the same as one
 LangChain tool, `optimize_kernel` (`make_optimize_tool`, in `agent.tool`)."""
 
-from .run import (
+from .optimization import (
            EventHandler,
            InterruptHandler,
            RunInterrupted,

@@ -120,8 +120,8 @@ def bench_command(
     if check_only:
         raise typer.Exit(_check_tasks(tasks, base.backend, base.size))
 
+    from .driver import BenchConfig, plan
     from .records import RecordStore
-    from .runner import BenchConfig, plan
 
     coder_name = base.model if base.coder_kind == "llm" else "exemplar"
     bench_dir = out or Path("htam-bench") / f"{_suite_slug(suite)}-{base.backend}-{re.sub(r'[^A-Za-z0-9._-]+', '_', coder_name)}"
@@ -154,7 +154,7 @@ def bench_command(
                    f"budget {budget} evaluations per task, folder {config.bench_dir}", err=True)
         try:
             if ray:
-                from .ray_runner import run_bench_ray
+                from .ray_driver import run_bench_ray
 
                 if not base.chroma_url and ray != "local":
                     typer.echo("note: without --chroma-url each Ray host keeps what the methods learn in its own "
@@ -162,7 +162,7 @@ def bench_command(
 
                 outcome = run_bench_ray(config, ray, units=units)
             else:
-                from .runner import run_bench
+                from .driver import run_bench
 
                 outcome = run_bench(config, units=units)
         except KeyboardInterrupt:
@@ -176,7 +176,7 @@ def bench_command(
     if report_only and not records:
         raise _fail(f"{config.bench_dir}: no records for this selection; run the bench first")
     if not no_report and records:
-        from .report import write_report
+        from .comparison_report import write_report
 
         notes = []
         if "one-shot" in config.methods:
@@ -201,7 +201,7 @@ def _check_tasks(tasks: list, backend: str, size: str | None) -> int:
     """`--check`: one line per task (ok, with a note, or why it cannot load); 1 if any cannot load."""
     import time
 
-    from .runner import TaskCheck
+    from .driver import TaskCheck
 
     check = TaskCheck(backend, size)
     bad = 0

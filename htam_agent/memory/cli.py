@@ -176,7 +176,7 @@ def graph(
     """Draw the transition graph with edge weights."""
     _check_choice(backend, BACKENDS, "backend")
     _check_choice(op_class, OP_CLASSES, "operator class")
-    from .graph import draw_htg
+    from .htg_drawing import draw_htg
 
     mem = _open(ctx)
     try:

@@ -10,7 +10,7 @@ from bench_helpers import agent_with_bundled_coder
 from typer.testing import CliRunner
 
 from htam_agent.bench.cli import app
-from htam_agent.bench.runner import BenchConfig, run_bench
+from htam_agent.bench.driver import BenchConfig, run_bench
 from htam_agent.context import RunContext
 from htam_agent.run import resources
 from htam_agent.run.result import best_verdict_in
@@ -79,7 +79,7 @@ def test_ray_workers_share_what_they_learn_through_a_chroma_server(env: Path) ->
     import ray
     from support.chroma_server import ChromaServerProcess
 
-    from htam_agent.bench.ray_runner import host_replica_dir, run_bench_ray
+    from htam_agent.bench.ray_driver import host_replica_dir, run_bench_ray
     from htam_agent.memory.config import MemoryConfig
     from htam_agent.memory.htam import HTAMemory
 

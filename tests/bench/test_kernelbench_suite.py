@@ -14,11 +14,11 @@ from bench_helpers import logging_run_fn
 from support.kernelbench_files import HEAD, RELU, TINY_MLP
 from typer.testing import CliRunner
 
-from htam_agent.bench import runner
+from htam_agent.bench import driver
 from htam_agent.bench.cli import app
+from htam_agent.bench.comparison_report import write_report
+from htam_agent.bench.driver import BenchConfig, TaskCheck, run_bench
 from htam_agent.bench.records import RecordStore
-from htam_agent.bench.report import write_report
-from htam_agent.bench.runner import BenchConfig, TaskCheck, run_bench
 from htam_agent.bench.suite import resolve_suite
 from htam_agent.context import RunContext
 
@@ -150,7 +150,7 @@ def test_unloadable_tasks_are_recorded_with_their_reason_and_not_run(tmp_path):
 
 def test_cli_on_a_checkout_reports_unloadable_tasks_and_exits_0(tmp_path, monkeypatch):
     write_checkout(tmp_path)
-    monkeypatch.setattr(runner, "agent_run_fn", logging_run_fn(str(tmp_path / "calls.log")))
+    monkeypatch.setattr(driver, "agent_run_fn", logging_run_fn(str(tmp_path / "calls.log")))
     res = CliRunner().invoke(app, [str(tmp_path), "--levels", "1,3", "--methods", "one-shot", "--budget", "1",
                                    "--backend", "cuda", "--out", str(tmp_path / "b")])
     assert res.exit_code == 0, res.output
@@ -163,7 +163,7 @@ def test_cli_on_a_checkout_reports_unloadable_tasks_and_exits_0(tmp_path, monkey
 
 def test_cli_check_loads_every_task_and_runs_nothing(tmp_path, monkeypatch):
     write_checkout(tmp_path)
-    monkeypatch.setattr(runner, "agent_run_fn", lambda *a, **k: pytest.fail("--check must run nothing"))
+    monkeypatch.setattr(driver, "agent_run_fn", lambda *a, **k: pytest.fail("--check must run nothing"))
     res = CliRunner().invoke(app, [str(tmp_path / "KernelBench"), "--levels", "1-3", "--check", "--backend", "cuda",
                                    "--out", str(tmp_path / "b")])
     assert res.exit_code == 1, res.output  # some cannot load

@@ -10,9 +10,9 @@ import bench_helpers
 import pytest
 from bench_helpers import evaluating_run_fn
 
+from htam_agent.bench.comparison_report import write_report
+from htam_agent.bench.driver import BenchConfig, run_bench
 from htam_agent.bench.records import RecordStore
-from htam_agent.bench.report import write_report
-from htam_agent.bench.runner import BenchConfig, run_bench
 from htam_agent.context import RunContext
 
 pytestmark = pytest.mark.slow  # C++ builds (cached in HTAM_TEST_BUILD_DIR after the first run)
@@ -42,7 +42,7 @@ def test_local_then_ray_on_the_same_bench_folder(tmp_path):
         assert rec["artifact_dir"].startswith(str(bench / "runs" / "one-shot-s0"))
 
     # add a method and run it on a local Ray cluster started here (2 CPUs, cpp: one CPU per task)
-    from htam_agent.bench.ray_runner import run_bench_ray
+    from htam_agent.bench.ray_driver import run_bench_ray
 
     ray.cloudpickle.register_pickle_by_value(bench_helpers)  # the workers cannot import the test folder
     both = BenchConfig(suite="bundled", bench_dir=str(bench), methods=["one-shot", "best-of-n"], budget=1,

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from bench_helpers import logging_run_fn
 
+from htam_agent.bench.driver import BenchConfig, plan, run_bench
 from htam_agent.bench.records import KEY_FIELDS, RecordStore, record_key
-from htam_agent.bench.runner import BenchConfig, plan, run_bench
 from htam_agent.context import RunContext
 
 HERE = Path(__file__).resolve().parent
@@ -53,7 +53,7 @@ def test_append_latest_wins_and_torn_lines_are_skipped(tmp_path):
 DRIVER = """
 import sys
 from bench_helpers import logging_run_fn
-from htam_agent.bench.runner import BenchConfig, run_bench
+from htam_agent.bench.driver import BenchConfig, run_bench
 from htam_agent.context import RunContext
 cfg = BenchConfig(suite="bundled", bench_dir=sys.argv[1], methods=["one-shot", "refine"], budget=2,
                   base=RunContext(backend="cpp"), task_filter="norm_*,reduction_*", workers=1)

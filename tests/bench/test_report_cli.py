@@ -11,11 +11,11 @@ import typer
 from bench_helpers import logging_run_fn
 from typer.testing import CliRunner
 
+from htam_agent.bench import driver
 from htam_agent.bench import metrics as M
-from htam_agent.bench import runner
 from htam_agent.bench.cli import app, bench_command
-from htam_agent.bench.report import write_report
-from htam_agent.bench.runner import BenchConfig, run_bench
+from htam_agent.bench.comparison_report import write_report
+from htam_agent.bench.driver import BenchConfig, run_bench
 from htam_agent.context import RunContext
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -105,7 +105,7 @@ def test_cli_plan_shows_the_equal_budget(tmp_path):
 
 def test_cli_runs_resumes_and_reports_when_mounted_as_htam_bench(tmp_path, monkeypatch):
     log = tmp_path / "calls.log"
-    monkeypatch.setattr(runner, "agent_run_fn", logging_run_fn(str(log)))
+    monkeypatch.setattr(driver, "agent_run_fn", logging_run_fn(str(log)))
     root = typer.Typer()
 
     @root.command()

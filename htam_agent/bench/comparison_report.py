@@ -1,4 +1,4 @@
-"""The bench report: results.json, report.md (with PNG plots beside it) and a self-contained report.html.
+"""The bench's comparison of methods: results.json, report.md (with PNG plots beside it) and a self-contained report.html.
 
 Plots: the distribution of speedups over eager per method (correct tasks), fast_p curves against eager and
 against torch.compile, and per-category bars (correctness and geomean speedup).

@@ -26,8 +26,7 @@ from typing import Any
 
 from htam_agent.backends import is_cpu
 
-from .records import RecordStore
-from .runner import (
+from .driver import (
     BenchConfig,
     BenchOutcome,
     RunFn,
@@ -39,6 +38,7 @@ from .runner import (
     unloadable_record,
     write_manifest,
 )
+from .records import RecordStore
 
 _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION)", re.I)
 
@@ -50,7 +50,7 @@ def _remote_run(task_path: str, ctx: Any, run_id: str, run_fn: RunFn | None) -> 
 
     t0 = time.time()
     if run_fn is None:
-        from .runner import agent_run_fn as run_fn
+        from .driver import agent_run_fn as run_fn
     if getattr(ctx, "chroma_url", None):
         ctx = ctx.with_(memory_dir=str(host_replica_dir(ctx.memory_namespace or "htam")))
     try:
