@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from htam_agent.backends import BACKENDS
+from htam_agent.backend_registry import BACKENDS
 
 CoderKind = Literal["auto", "llm", "exemplar"]
 MemoryMode = Literal["htam", "flat", "none"]

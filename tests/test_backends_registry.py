@@ -1,4 +1,4 @@
-"""One backend registry (htam_agent/backends.py): every layer's list of backends is the registry's."""
+"""One backend registry (htam_agent/backend_registry.py): every layer's list of backends is the registry's."""
 
 from __future__ import annotations
 
@@ -7,19 +7,19 @@ import sys
 
 import pytest
 
-from htam_agent import backends as registry
-from htam_agent.backends import BACKENDS, spec
+from htam_agent import backend_registry as registry
+from htam_agent.backend_registry import BACKENDS, spec
 
 UNKNOWN = "unknown backend 'hip'; choose one of: cuda, triton, cpp"
 
 
 def test_registry_is_stdlib_only_and_the_evaluator_stays_bare():
-    code = ("import sys, htam_agent.backends, htam_agent.evaluation.backends; "
+    code = ("import sys, htam_agent.backend_registry, htam_agent.evaluation.backends; "
             "assert not any(m.split('.')[0] in ('pydantic','langgraph','langchain_core','chromadb') "
             "for m in sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
     # the registry itself is cheap: no torch either
-    code = "import sys, htam_agent.backends; assert not any(m.split('.')[0] == 'torch' for m in sys.modules)"
+    code = "import sys, htam_agent.backend_registry; assert not any(m.split('.')[0] == 'torch' for m in sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

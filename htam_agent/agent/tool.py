@@ -19,7 +19,7 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from htam_agent.backends import BACKENDS, choices
+from htam_agent.backend_registry import BACKENDS, choices
 from htam_agent.context import RunContext
 
 MAX_CODE_CHARS = 20_000
@@ -53,7 +53,7 @@ def compact(result: Any) -> dict[str, Any]:
     code = ""
     if result.best_code_path and Path(result.best_code_path).is_file():
         code = Path(result.best_code_path).read_text()[:MAX_CODE_CHARS]
-    outcome = result.outcome()
+    outcome = result.conclusion()
     return {
         "headline": result.headline(), "outcome": outcome.kind, "beat_eager": outcome.beat_eager,
         "advice": outcome.advice, "why": outcome.why,

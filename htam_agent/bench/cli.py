@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from htam_agent.backends import choices
+from htam_agent.backend_registry import choices
 
 app = typer.Typer(name="bench", add_completion=False,
                   help="Benchmark methods on a suite at equal evaluation budget.")

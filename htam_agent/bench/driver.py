@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from htam_agent.backends import is_cpu, spec
+from htam_agent.backend_registry import is_cpu, spec
 from htam_agent.context import RunContext
 
 from .methods import Method, get_methods, max_evaluations

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from htam_agent.backends import is_cpu
+from htam_agent.backend_registry import is_cpu
 
 from .driver import (
     BenchConfig,

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from htam_agent.backends import choices
+from htam_agent.backend_registry import choices
 
 console = Console(stderr=True)
 

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from htam_agent.backends import BACKENDS
+from htam_agent.backend_registry import BACKENDS
 
 app = typer.Typer(name="htam", help="Make GPU kernels faster with an LLM and a memory that learns (HTAM).",
                   no_args_is_help=True, add_completion=False)

@@ -17,7 +17,7 @@ from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.table import Table
 
-from htam_agent.backends import choices
+from htam_agent.backend_registry import choices
 
 console = Console(stderr=True)
 

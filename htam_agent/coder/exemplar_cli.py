@@ -13,8 +13,8 @@ from typing import Annotated
 
 import typer
 
-from htam_agent.backends import BACKENDS, UnknownBackend, choices
-from htam_agent.backends import spec as backend_spec
+from htam_agent.backend_registry import BACKENDS, UnknownBackend, choices
+from htam_agent.backend_registry import spec as backend_spec
 
 app = typer.Typer(help="Offline exemplar candidates (no LLM): list and write them for the evaluator.",
                   no_args_is_help=True)

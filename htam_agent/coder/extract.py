@@ -24,7 +24,7 @@ import textwrap
 from dataclasses import dataclass
 
 from htam_agent import threadsafe
-from htam_agent.backends import REGISTRY
+from htam_agent.backend_registry import REGISTRY
 from htam_agent.evaluation.backends import detect_backend
 
 PYTHON_TAGS = {"", "python", "py", "python3", "py3", "ipython", "pycon"}

@@ -6,7 +6,7 @@ provide is an error (never sent to the model half-filled). Substituted values ar
 
 Files (one per node and backend):
   system.md                  role, the evaluator's rules, the backend's candidate format ({format})
-  format_<backend>.md        the exact candidate format, one per backend of the registry (htam_agent/backends.py)
+  format_<backend>.md        the exact candidate format, one per backend of the registry (htam_agent/backend_registry.py)
   generate_<backend>.md      a fresh candidate: task, current best, what this task already measured ({tried}),
                              the memory's ranked directions as advice
                              ({advice}: evidence, the one suggested for this candidate), strategies, notes, and
@@ -31,8 +31,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from htam_agent.backends import REGISTRY, UnknownBackend
-from htam_agent.backends import spec as backend_spec
+from htam_agent.backend_registry import REGISTRY, UnknownBackend
+from htam_agent.backend_registry import spec as backend_spec
 from htam_agent.coder.base import CodeRequest, StrategyBrief
 
 if TYPE_CHECKING:

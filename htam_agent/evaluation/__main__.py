@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from htam_agent.backends import spec
+from htam_agent.backend_registry import spec
 
 from .backends import detect_backend
 from .options import add_arguments, eval_options, verdict_store

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from htam_agent.backends import REGISTRY
+from htam_agent.backend_registry import REGISTRY
 
 from .backends import BACKEND_NAMES
 from .runner import TIERS, EvalOptions

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from htam_agent.backends import is_cpu
+from htam_agent.backend_registry import is_cpu
 
 from .common import paths
 from .common.verdict import EVALUATOR_VERSION, SCHEMA_VERSION

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from htam_agent.backends import BACKENDS as _REGISTRY_BACKENDS
+from htam_agent.backend_registry import BACKENDS as _REGISTRY_BACKENDS
 
 OpClass = Literal[
     "elementwise", "reduction", "normalization", "matmul", "convolution", "pooling", "attention", "scan",
@@ -22,7 +22,7 @@ OpClass = Literal[
 ]
 Bottleneck = Literal["memory", "compute", "latency", "occupancy", "unknown"]
 Status = Literal["none", "compile_error", "incorrect", "correct_slow", "near_roofline"]
-Backend = Literal[_REGISTRY_BACKENDS]  # type: ignore[valid-type]  # the registry's names (htam_agent/backends.py)
+Backend = Literal[_REGISTRY_BACKENDS]  # type: ignore[valid-type]  # the registry's names (htam_agent/backend_registry.py)
 
 OP_CLASSES: tuple[str, ...] = (
     "elementwise", "reduction", "normalization", "matmul", "convolution", "pooling", "attention", "scan",

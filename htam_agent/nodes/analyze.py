@@ -239,7 +239,7 @@ def _timed_size(state: AgentState, ctx: RunContext) -> str:
     """The size the evaluator times this task at: the run's, else the backend's default when the task has it."""
     if ctx.size:
         return ctx.size
-    from htam_agent.backends import spec
+    from htam_agent.backend_registry import spec
     from htam_agent.evaluation.tasks import has_size
 
     want = spec(ctx.backend).default_size

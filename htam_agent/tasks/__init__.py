@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from htam_agent.backends import spec
+from htam_agent.backend_registry import spec
 
 SUITE_DIR = Path(__file__).parent / "suite"
 CANDIDATES_DIR = Path(__file__).parent / "candidates"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from llm_samples import CUDA_NVRTC, TASK
 
-from htam_agent.backends import BACKENDS
-from htam_agent.backends import spec as backend_spec
+from htam_agent.backend_registry import BACKENDS
+from htam_agent.backend_registry import spec as backend_spec
 from htam_agent.coder.base import CodeRequest, StrategyBrief
 from htam_agent.coder.prompting import (
     PROMPTS_ENV,

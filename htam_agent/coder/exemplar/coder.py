@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from htam_agent.backends import UnknownBackend
-from htam_agent.backends import spec as backend_spec
+from htam_agent.backend_registry import UnknownBackend
+from htam_agent.backend_registry import spec as backend_spec
 
 from ..base import CodeProposal, CodeRequest, UnsupportedTask
 from .common import Knobs, apply_move, parse_header, sanitize, variant_id

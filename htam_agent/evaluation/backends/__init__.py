@@ -1,10 +1,10 @@
-"""Evaluation backends: one module each, found through the backend registry (`htam_agent/backends.py`)."""
+"""Evaluation backends: one module each, found through the backend registry (`htam_agent/backend_registry.py`)."""
 
 from __future__ import annotations
 
 import importlib
 
-from htam_agent.backends import BACKENDS, detect, spec
+from htam_agent.backend_registry import BACKENDS, detect, spec
 
 from .base import Backend
 

@@ -1,7 +1,7 @@
 """The backend interface: what a candidate must contain, how its device is timed, synchronized and flushed.
 
 A backend is a small object used inside the worker process. Adding one (say, HIP) is adding a module with a
-subclass and its `BackendSpec` in the registry (`htam_agent/backends.py`), which holds the facts: name, device
+subclass and its `BackendSpec` in the registry (`htam_agent/backend_registry.py`), which holds the facts: name, device
 type, description, and the markers a valid candidate contains.
 """
 
@@ -11,8 +11,8 @@ import re
 from abc import ABC, abstractmethod
 from typing import Any
 
-from htam_agent.backends import BackendSpec
-from htam_agent.backends import spec as _spec
+from htam_agent.backend_registry import BackendSpec
+from htam_agent.backend_registry import spec as _spec
 
 
 class Timer(ABC):

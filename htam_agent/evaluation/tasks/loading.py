@@ -86,7 +86,7 @@ def has_size(task_source: str, size: str, path: Path | str = "<task>") -> bool:
     """Whether a task source has `size` ('default' always; 'small'/'alt' from its dict or derived).
 
     For callers that hold only the source, such as the runner choosing a backend's default size
-    (`htam_agent.backends.spec(backend).default_size`, 'small' on the CPU) when the task has it.
+    (`htam_agent.backend_registry.spec(backend).default_size`, 'small' on the CPU) when the task has it.
     """
     return _sizes.has_size(task_source, size, path)
 
