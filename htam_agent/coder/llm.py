@@ -124,9 +124,13 @@ def describe_model(model: Any) -> tuple[str, str | None]:
 # retries
 # ------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class RetryPolicy:
-    """Exponential backoff: wait initial_wait_s * multiplier**(n-1) (+ jitter) before retry n, at most
-    max_wait_s; a server's Retry-After is honoured up to max_wait_s."""
+class LLMCallRetries:
+    """How often and how long to retry one LLM call that failed for a transient reason (timeout, connection,
+    429, 5xx): exponential backoff, initial_wait_s * multiplier**(n-1) (+ jitter) before retry n, at most
+    max_wait_s; a server's Retry-After is honoured up to max_wait_s.
+
+    Not LangGraph's `RetryPolicy`, which re-runs a whole node: retrying here keeps the node's other work (the
+    prompt, the artifacts) and turns the last failure into an error naming the model, endpoint and setting."""
 
     retries: int = 4
     initial_wait_s: float = 1.0
@@ -135,7 +139,7 @@ class RetryPolicy:
     jitter_s: float = 0.5
 
     @classmethod
-    def from_context(cls, ctx: RunContext | None, **overrides: Any) -> RetryPolicy:
+    def from_context(cls, ctx: RunContext | None, **overrides: Any) -> LLMCallRetries:
         values: dict[str, Any] = {}
         if ctx is not None:
             values["retries"] = ctx.llm_retries
@@ -257,7 +261,7 @@ def explain_failure(exc: BaseException, *, model: str, base_url: str | None, att
 
 
 def invoke_with_retry(model: BaseChatModel, messages: list[BaseMessage] | Any, *,
-                      config: dict[str, Any] | None = None, policy: RetryPolicy | None = None,
+                      config: dict[str, Any] | None = None, policy: LLMCallRetries | None = None,
                       timeout_s: float | None = None, api_key_env: str | None = None,
                       on_retry: Any = None) -> Any:
     """`model.invoke(messages, config)` with tenacity retries on transient errors.
@@ -267,7 +271,7 @@ def invoke_with_retry(model: BaseChatModel, messages: list[BaseMessage] | Any, *
     """
     from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-    policy = policy or RetryPolicy()
+    policy = policy or LLMCallRetries()
 
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -373,7 +377,7 @@ class UsageCounter(BaseCallbackHandler):
 
 
 __all__ = [
-    "LLMConfigError", "LLMError", "LLMUnavailable", "OPENAI_BASE_URL", "PLACEHOLDER_API_KEY", "RetryPolicy",
+    "LLMCallRetries", "LLMConfigError", "LLMError", "LLMUnavailable", "OPENAI_BASE_URL", "PLACEHOLDER_API_KEY",
     "Usage", "UsageCounter", "describe_model", "error_kind", "explain_failure", "invoke_with_retry",
     "is_openai_host", "is_transient", "make_chat_model", "message_usage", "resolve_api_key",
 ]

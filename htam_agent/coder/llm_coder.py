@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from htam_agent.coder.base import CodeProposal, CodeRequest
 from htam_agent.coder.extract import Declaration, Extraction, extract_code, parse_declaration
 from htam_agent.coder.llm import (
-    RetryPolicy,
+    LLMCallRetries,
     Usage,
     UsageCounter,
     describe_model,
@@ -59,7 +59,7 @@ class LLMCoder:
     uses_llm = True
 
     def __init__(self, model: BaseChatModel, ctx: RunContext | None = None, *, name: str | None = None,
-                 max_asks: int | None = None, retry: RetryPolicy | None = None,
+                 max_asks: int | None = None, retry: LLMCallRetries | None = None,
                  tags: tuple[str, ...] | list[str] | None = None, callbacks: list[Any] | None = None,
                  prompts_dir: str | Path | None = None, timeout_s: float | None = None,
                  api_key_env: str | None = None) -> None:
@@ -69,7 +69,7 @@ class LLMCoder:
         self.max_asks = max_asks if max_asks is not None else (ctx.max_asks if ctx is not None else 2)
         if self.max_asks < 0:
             raise ValueError("max_asks must be 0 or more")
-        self.retry = retry or RetryPolicy.from_context(ctx)
+        self.retry = retry or LLMCallRetries.from_context(ctx)
         self.tags = tuple(tags if tags is not None else (ctx.tags if ctx is not None else ()))
         self.callbacks = list(callbacks or [])
         self.prompts_dir = prompts_dir

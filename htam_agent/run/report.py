@@ -106,7 +106,7 @@ def outcome_lines(result: dict[str, Any]) -> list[str]:
     from htam_agent.run.result import RunResult
 
     res = RunResult.from_dict(result)
-    o = res.outcome()
+    o = res.conclusion()
     lines = [f"- outcome: **{o.summary}**", f"- advice: {o.advice}"]
     if o.why:
         lines.append(f"- why: {o.why}")

@@ -2,10 +2,10 @@
 
 Plain dataclasses of JSON types, so a result crosses process and host boundaries (Ray) as JSON.
 
-The run's outcome (`RunResult.outcome()`) says what happened in words a user acts on: a kernel faster than
-eager PyTorch and torch.compile (use it), faster than eager only (torch.compile is faster still), or no kernel
-faster than eager (keep PyTorch), and why when the roofline explains it: a baseline already at most of the
-roofline floor leaves a kernel nothing to gain. The headline, report.md and the `optimize_kernel` tool's answer
+The run's conclusion (`RunResult.conclusion()`, a `RunConclusion`; the memory's `Outcome` is one step's)
+says what happened in words a user acts on: a kernel faster than eager PyTorch and torch.compile (use it),
+faster than eager only (torch.compile is faster still), or no kernel faster than eager (keep PyTorch), and why
+when the roofline explains it: a baseline already at most of the roofline floor leaves a kernel nothing to gain. The headline, report.md and the `optimize_kernel` tool's answer
 all say it the same way.
 """
 
@@ -68,7 +68,7 @@ def best_verdict_in(artifact_dir: str | Path, step: int | None, speedup: float |
 
 
 @dataclass(frozen=True)
-class Outcome:
+class RunConclusion:
     """What a run found, in words: `kind` for programs, `advice` and `summary` (and `why`) for people."""
 
     kind: str      # faster | faster_than_eager_only | not_faster | untimed | no_correct_kernel
@@ -185,16 +185,16 @@ class RunResult:
                 out.append(None)
         return out[0], out[1]
 
-    def outcome(self) -> Outcome:
+    def conclusion(self) -> RunConclusion:
         """What the run found and what to do with it (see the module docstring)."""
         if not self.correct:
-            return Outcome("no_correct_kernel", "keep PyTorch",
+            return RunConclusion("no_correct_kernel", "keep PyTorch",
                            f"no correct kernel in {self.evaluations} evaluation(s) ({self.stop_reason})")
         s, c = _num(self.best_speedup_vs_eager), _num(self.best_speedup_vs_compile)
         eager_frac, comp_frac = self.baseline_roofline_fractions()
         facts = self.facts()
         if s is None:
-            return Outcome("untimed", "time the kernel before using it",
+            return RunConclusion("untimed", "time the kernel before using it",
                            "a correct kernel was found, but its speed was not measured against eager PyTorch",
                            eager_roofline_fraction=eager_frac, compile_roofline_fraction=comp_frac)
         fracs = {"eager_roofline_fraction": eager_frac, "compile_roofline_fraction": comp_frac}
@@ -202,24 +202,24 @@ class RunResult:
             if c is None or c >= 1 + NOISE:
                 summary = f"faster than eager PyTorch: best {s:.2f}x over eager, " + (
                     f"{c:.2f}x over torch.compile" if c is not None else "torch.compile not timed")
-                return Outcome("faster", "use the kernel", summary, **fracs)
+                return RunConclusion("faster", "use the kernel", summary, **fracs)
             if c > 1 - NOISE:
-                return Outcome("faster_than_eager_only", "use torch.compile or the kernel",
+                return RunConclusion("faster_than_eager_only", "use torch.compile or the kernel",
                                f"faster than eager PyTorch ({s:.2f}x), on par with torch.compile ({c:.2f}x, "
                                f"within timing noise)", _roofline_why("torch.compile", comp_frac, facts, lost=False),
                                **fracs)
-            return Outcome("faster_than_eager_only",
+            return RunConclusion("faster_than_eager_only",
                            "use torch.compile (the kernel only where torch.compile is not an option)",
                            f"faster than eager PyTorch ({s:.2f}x) but not than torch.compile ({c:.2f}x)",
                            _roofline_why("torch.compile", comp_frac, facts, lost=True), **fracs)
         best = f"best correct {s:.2f}x" + (f", {c:.2f}x over torch.compile" if c is not None else "")
         summary = (f"no kernel beat eager PyTorch ({best})" if s <= 1.0 else
                    f"no kernel beat eager PyTorch by more than timing noise ({best})")
-        return Outcome("not_faster", "keep PyTorch", summary,
+        return RunConclusion("not_faster", "keep PyTorch", summary,
                        _roofline_why("eager PyTorch", eager_frac, facts, lost=True), **fracs)
 
     def headline(self) -> str:
-        o = self.outcome()
+        o = self.conclusion()
         if o.kind == "no_correct_kernel":
             return f"{self.task}: {o.sentence()}"
         where = (f"step {self.best_step}, " if o.beat_eager or o.kind == "untimed" else "") + \

@@ -151,7 +151,7 @@ def flat(text: str) -> str:
 def test_faster_than_both(tmp_path: Path) -> None:
     result, art, history = finished_run(tmp_path, "faster_than_both")
     assert result.best_step == 1 and result.best_speedup_vs_eager == 1.45
-    o = result.outcome()
+    o = result.conclusion()
     assert o.kind == "faster" and o.beat_eager and o.advice == "use the kernel"
     assert result.headline() == ("fused_gemm_bias_gelu: faster than eager PyTorch: best 1.45x over eager, 1.20x "
                                  "over torch.compile; use the kernel (step 1, 2 evaluation(s), exemplar)")
@@ -164,7 +164,7 @@ def test_faster_than_both(tmp_path: Path) -> None:
 
 def test_faster_than_eager_but_not_torch_compile(tmp_path: Path) -> None:
     result, art, history = finished_run(tmp_path, "faster_than_eager_only")
-    o = result.outcome()
+    o = result.conclusion()
     assert o.kind == "faster_than_eager_only" and o.beat_eager
     assert o.compile_roofline_fraction == pytest.approx(0.258102 / 0.27416)
     head = result.headline()
@@ -185,7 +185,7 @@ def test_slower_than_eager_with_eager_at_the_roofline(tmp_path: Path) -> None:
     """The KernelBench 26_GELU_ run: the agent rightly stopped; the headline must not sound like a win."""
     result, art, history = finished_run(tmp_path, "slower_eager_at_roofline")
     assert result.correct and result.best_speedup_vs_eager == 0.93
-    o = result.outcome()
+    o = result.conclusion()
     assert o.kind == "not_faster" and not o.beat_eager and o.advice == "keep PyTorch"
     assert o.eager_roofline_fraction == pytest.approx(3.164502 / 3.2451)
     head = result.headline()
@@ -211,7 +211,7 @@ def test_slower_than_eager_with_eager_at_the_roofline(tmp_path: Path) -> None:
 
 def test_slower_than_eager_without_roofline_information(tmp_path: Path) -> None:
     result, art, history = finished_run(tmp_path, "slower_no_roofline")
-    o = result.outcome()
+    o = result.conclusion()
     assert o.kind == "not_faster" and o.why == "" and o.eager_roofline_fraction is None
     assert result.headline() == ("fused_gemm_relu_divide: no kernel beat eager PyTorch (best correct 0.80x); keep "
                                  "PyTorch (1 evaluation(s), exemplar)")
@@ -227,7 +227,7 @@ def test_slower_than_eager_without_roofline_information(tmp_path: Path) -> None:
 def test_no_correct_kernel(tmp_path: Path) -> None:
     result, art, history = finished_run(tmp_path, "no_correct_kernel")
     assert not result.correct and result.best_step is None
-    o = result.outcome()
+    o = result.conclusion()
     assert o.kind == "no_correct_kernel" and o.advice == "keep PyTorch" and not o.beat_eager
     assert result.headline() == "norm_softmax: no correct kernel in 2 evaluation(s) (budget); keep PyTorch"
     report = report_of(result, art, history)
@@ -242,7 +242,7 @@ def test_no_correct_kernel(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------------------
 def test_eager_far_from_the_roofline_says_more_may_be_possible(tmp_path: Path) -> None:
     result, _, _ = finished_run(tmp_path, "slower_eager_far_from_roofline")
-    o = result.outcome()
+    o = result.conclusion()
     assert o.kind == "not_faster"
     assert o.why.startswith("eager PyTorch runs at only 50% of the roofline (memory-bound")
     assert "a faster kernel may exist" in o.why and "no kernel can be" not in o.why
@@ -250,7 +250,7 @@ def test_eager_far_from_the_roofline_says_more_may_be_possible(tmp_path: Path) -
 
 def test_on_par_with_torch_compile_is_not_called_a_loss(tmp_path: Path) -> None:
     result, _, _ = finished_run(tmp_path, "on_par_with_compile")
-    o = result.outcome()
+    o = result.conclusion()
     assert o.kind == "faster_than_eager_only" and o.beat_eager and o.advice == "use torch.compile or the kernel"
     assert o.summary == ("faster than eager PyTorch (1.25x), on par with torch.compile (1.00x, within timing "
                          "noise)")
@@ -259,7 +259,7 @@ def test_on_par_with_torch_compile_is_not_called_a_loss(tmp_path: Path) -> None:
 
 def test_a_kernel_not_timed_against_eager_is_not_called_faster(tmp_path: Path) -> None:
     result, _, _ = finished_run(tmp_path, "untimed")
-    o = result.outcome()
+    o = result.conclusion()
     assert o.kind == "untimed" and not o.beat_eager and o.advice == "time the kernel before using it"
     assert result.headline() == ("norm_softmax: a correct kernel was found, but its speed was not measured "
                                  "against eager PyTorch; time the kernel before using it (step 0, 1 "
@@ -269,7 +269,7 @@ def test_a_kernel_not_timed_against_eager_is_not_called_faster(tmp_path: Path) -
 def test_a_speedup_within_timing_noise_is_not_a_win(tmp_path: Path) -> None:
     result, _, _ = finished_run(tmp_path, "within_noise")
     assert result.best_speedup_vs_eager == 1.01
-    o = result.outcome()
+    o = result.conclusion()
     assert o.kind == "not_faster" and o.advice == "keep PyTorch"
     assert o.summary.startswith("no kernel beat eager PyTorch by more than timing noise (best correct 1.01x")
 
@@ -279,7 +279,7 @@ def test_without_the_artifact_folder_the_fractions_come_from_the_result(tmp_path
     the kernel's fraction over its speedup, the same number; the bound is unknown and not invented."""
     result, _, _ = finished_run(tmp_path, "slower_eager_at_roofline", write_verdicts=False)
     assert result.facts() == {}
-    o = result.outcome()
+    o = result.conclusion()
     assert o.eager_roofline_fraction == pytest.approx(0.9069 / 0.93, rel=1e-3)
     assert o.why == "eager PyTorch already runs at 98% of the roofline, so no kernel can be more than 1.03x faster"
 
@@ -297,7 +297,7 @@ def test_an_older_result_json_without_best_facts_still_loads(tmp_path: Path) -> 
     data = result.as_dict()
     del data["best_facts"]
     old = RunResult.from_dict(data)
-    assert old.outcome().kind == "not_faster" and "memory-bound" in old.headline()  # read from the run folder
+    assert old.conclusion().kind == "not_faster" and "memory-bound" in old.headline()  # read from the run folder
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 from llm_samples import CUDA_NVRTC, TASK, TRITON, fenced, reply_with
 
 from htam_agent.coder.base import Coder, CodeRequest, StrategyBrief
-from htam_agent.coder.llm import LLMConfigError, LLMUnavailable, RetryPolicy, make_chat_model
+from htam_agent.coder.llm import LLMCallRetries, LLMConfigError, LLMUnavailable, make_chat_model
 from htam_agent.coder.llm_coder import LLMCoder
 from htam_agent.context import RunContext
 
@@ -79,7 +79,7 @@ def test_gives_up_after_max_asks_with_a_clear_error(scripted_coder, openai_serve
 
 def test_zero_extra_asks(openai_server):
     coder = LLMCoder(make_chat_model(RunContext(model="m", base_url=openai_server.url)), max_asks=0,
-                     retry=RetryPolicy(retries=0))
+                     retry=LLMCallRetries(retries=0))
     openai_server.push("prose again")
     proposal = coder.propose(request())
     assert proposal.code is None and proposal.llm_calls == 1
@@ -89,7 +89,7 @@ def test_zero_extra_asks(openai_server):
 
 def test_429_then_500_then_success_is_retried_with_backoff(openai_server, llm_ctx):
     openai_server.push({"status": 429}, {"status": 500}, reply_with(CUDA_NVRTC))
-    policy = RetryPolicy(retries=3, initial_wait_s=0.1, multiplier=2.0, max_wait_s=1.0, jitter_s=0.0)
+    policy = LLMCallRetries(retries=3, initial_wait_s=0.1, multiplier=2.0, max_wait_s=1.0, jitter_s=0.0)
     coder = LLMCoder.from_context(llm_ctx, retry=policy)
     proposal = coder.propose(request())
     assert proposal.code == CUDA_NVRTC
@@ -103,7 +103,7 @@ def test_429_then_500_then_success_is_retried_with_backoff(openai_server, llm_ct
 
 def test_retry_after_header_is_honoured(openai_server, llm_ctx):
     openai_server.push({"status": 429, "retry_after": 0.3}, reply_with(CUDA_NVRTC))
-    policy = RetryPolicy(retries=1, initial_wait_s=0.01, max_wait_s=2.0, jitter_s=0.0)
+    policy = LLMCallRetries(retries=1, initial_wait_s=0.01, max_wait_s=2.0, jitter_s=0.0)
     LLMCoder.from_context(llm_ctx, retry=policy).propose(request())
     first, second = openai_server.chat_requests
     assert second.time - first.time >= 0.29
@@ -132,7 +132,7 @@ def test_a_hang_longer_than_the_timeout_is_retried(openai_server, llm_ctx, fast_
 def test_hangs_past_every_retry_give_a_clear_timeout_error(openai_server, llm_ctx, fast_retry):
     openai_server.push({"hang_s": 5}, {"hang_s": 5})
     coder = LLMCoder.from_context(llm_ctx.with_(llm_timeout_s=0.3, llm_retries=1),
-                                  retry=RetryPolicy(retries=1, initial_wait_s=0.01, jitter_s=0.0))
+                                  retry=LLMCallRetries(retries=1, initial_wait_s=0.01, jitter_s=0.0))
     with pytest.raises(LLMUnavailable) as info:
         coder.propose(request())
     message = str(info.value)
@@ -155,7 +155,7 @@ def test_local_endpoint_works_without_a_key(openai_server, monkeypatch):
     monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
     ctx = RunContext(model="llama3", base_url=openai_server.url, api_key_env="NO_SUCH_KEY_VAR")
     openai_server.push(reply_with(CUDA_NVRTC))
-    proposal = LLMCoder.from_context(ctx, retry=RetryPolicy(retries=0)).propose(request())
+    proposal = LLMCoder.from_context(ctx, retry=LLMCallRetries(retries=0)).propose(request())
     assert proposal.code == CUDA_NVRTC
     assert openai_server.chat_requests[0].headers["authorization"] == "Bearer no-key-needed"
 
@@ -166,12 +166,12 @@ def test_the_key_is_read_from_the_named_variable(monkeypatch):
     monkeypatch.setenv("MY_LLM_KEY", "sk-right")
     with ScriptedOpenAIServer([reply_with(CUDA_NVRTC)], api_key="sk-right") as server:
         ctx = RunContext(model="m", base_url=server.url, api_key_env="MY_LLM_KEY")
-        assert LLMCoder.from_context(ctx, retry=RetryPolicy(retries=0)).propose(request()).code == CUDA_NVRTC
+        assert LLMCoder.from_context(ctx, retry=LLMCallRetries(retries=0)).propose(request()).code == CUDA_NVRTC
     monkeypatch.setenv("MY_LLM_KEY", "sk-wrong")
     with ScriptedOpenAIServer([reply_with(CUDA_NVRTC)], api_key="sk-right") as server:
         ctx = RunContext(model="m", base_url=server.url, api_key_env="MY_LLM_KEY")
         with pytest.raises(LLMConfigError, match="rejected the API key.*MY_LLM_KEY"):
-            LLMCoder.from_context(ctx, retry=RetryPolicy(retries=3, initial_wait_s=0.01)).propose(request())
+            LLMCoder.from_context(ctx, retry=LLMCallRetries(retries=3, initial_wait_s=0.01)).propose(request())
         assert len(server.chat_requests) == 1  # a rejected key is not retried
 
 
@@ -187,7 +187,7 @@ def test_unreachable_endpoint_names_the_base_url_setting():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     ctx = RunContext(model="m", base_url=f"http://127.0.0.1:{port}/v1", llm_retries=1)
-    coder = LLMCoder.from_context(ctx, retry=RetryPolicy.from_context(ctx, initial_wait_s=0.01, jitter_s=0.0))
+    coder = LLMCoder.from_context(ctx, retry=LLMCallRetries.from_context(ctx, initial_wait_s=0.01, jitter_s=0.0))
     with pytest.raises(LLMUnavailable) as info:
         coder.propose(request())
     message = str(info.value)
@@ -199,7 +199,7 @@ def test_unreachable_endpoint_names_the_base_url_setting():
 def test_wrong_path_is_a_config_error(openai_server):
     ctx = RunContext(model="m", base_url=openai_server.url.removesuffix("/v1") + "/api")
     with pytest.raises(LLMConfigError, match="no model 'm' or no chat-completions route.*HTAM_BASE_URL"):
-        LLMCoder.from_context(ctx, retry=RetryPolicy(retries=2, initial_wait_s=0.01)).propose(request())
+        LLMCoder.from_context(ctx, retry=LLMCallRetries(retries=2, initial_wait_s=0.01)).propose(request())
     assert len(openai_server.requests) == 1
 
 
@@ -220,7 +220,7 @@ def test_tokens_and_calls_are_counted(scripted_coder, openai_server):
 def test_streaming_model_counts_usage_too(openai_server, llm_ctx):
     openai_server.push(reply_with(CUDA_NVRTC))
     model = make_chat_model(llm_ctx, streaming=True, stream_usage=True)
-    proposal = LLMCoder(model, llm_ctx, retry=RetryPolicy(retries=0)).propose(request())
+    proposal = LLMCoder(model, llm_ctx, retry=LLMCallRetries(retries=0)).propose(request())
     (sent,) = openai_server.chat_requests
     assert sent.body["stream"] is True and sent.body["stream_options"] == {"include_usage": True}
     assert proposal.code == CUDA_NVRTC
@@ -244,7 +244,7 @@ def test_run_config_carries_name_tags_and_metadata(openai_server, llm_ctx):
 
     recorder = Recorder()
     openai_server.push("prose", reply_with(CUDA_NVRTC))
-    coder = LLMCoder.from_context(llm_ctx.with_(tags=("nightly",)), retry=RetryPolicy(retries=0),
+    coder = LLMCoder.from_context(llm_ctx.with_(tags=("nightly",)), retry=LLMCallRetries(retries=0),
                                   callbacks=[recorder])
     coder.propose(request(step=4, repair=0))
     assert [r.name for r in recorder.runs] == ["generate", "generate"]
@@ -278,7 +278,7 @@ def test_inside_a_parent_runnable_the_calls_are_its_children(openai_server, llm_
 
     recorder = Recorder()
     openai_server.push(reply_with(CUDA_NVRTC))
-    coder = LLMCoder.from_context(llm_ctx, retry=RetryPolicy(retries=0))
+    coder = LLMCoder.from_context(llm_ctx, retry=LLMCallRetries(retries=0))
     node = RunnableLambda(lambda req: coder.propose(req).code, name="generate_node")
     code = node.invoke(request(), config={"callbacks": [recorder], "tags": ["graph"],
                                           "metadata": {"thread_id": "t1"}})

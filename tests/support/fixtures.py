@@ -7,7 +7,7 @@ Use them from a conftest.py:
 `openai_server`      a started ScriptedOpenAIServer with an empty script (`openai_server.push(...)`)
 `llm_ctx`            a RunContext pointing at it (model "scripted-model", cuda backend, 2 extra asks,
                      2 retries, 5 s timeout); `llm_ctx.with_(...)` for variations
-`fast_retry`         a RetryPolicy with millisecond waits, for tests of retries
+`fast_retry`         a LLMCallRetries with millisecond waits, for tests of retries
 `scripted_coder`     factory: scripted_coder(*replies, backend=..., **ctx_overrides) -> LLMCoder talking
                      HTTP to `openai_server` through a real ChatOpenAI, with replies pushed
 `langsmith_server`   a started LangSmithRecorder (uncompressed multipart)
@@ -20,7 +20,7 @@ import os
 
 import pytest
 
-from htam_agent.coder.llm import RetryPolicy
+from htam_agent.coder.llm import LLMCallRetries
 from htam_agent.context import RunContext
 from support.langsmith_server import LangSmithRecorder
 from support.openai_server import ScriptedOpenAIServer
@@ -63,18 +63,18 @@ def llm_ctx(openai_server: ScriptedOpenAIServer) -> RunContext:
 
 
 @pytest.fixture
-def fast_retry() -> RetryPolicy:
-    return RetryPolicy(retries=2, initial_wait_s=0.01, multiplier=2.0, max_wait_s=0.5, jitter_s=0.0)
+def fast_retry() -> LLMCallRetries:
+    return LLMCallRetries(retries=2, initial_wait_s=0.01, multiplier=2.0, max_wait_s=0.5, jitter_s=0.0)
 
 
 @pytest.fixture
-def scripted_coder(openai_server: ScriptedOpenAIServer, llm_ctx: RunContext, fast_retry: RetryPolicy):
+def scripted_coder(openai_server: ScriptedOpenAIServer, llm_ctx: RunContext, fast_retry: LLMCallRetries):
     from htam_agent.coder.llm_coder import LLMCoder
 
-    def make(*replies, retry: RetryPolicy | None = None, **ctx_overrides) -> LLMCoder:
+    def make(*replies, retry: LLMCallRetries | None = None, **ctx_overrides) -> LLMCoder:
         openai_server.push(*replies)
         ctx = llm_ctx.with_(**ctx_overrides) if ctx_overrides else llm_ctx
-        policy = retry or RetryPolicy.from_context(ctx, initial_wait_s=0.01, max_wait_s=0.5, jitter_s=0.0)
+        policy = retry or LLMCallRetries.from_context(ctx, initial_wait_s=0.01, max_wait_s=0.5, jitter_s=0.0)
         return LLMCoder.from_context(ctx, retry=policy)
 
     return make

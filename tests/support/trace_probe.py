@@ -14,7 +14,7 @@ import sys
 from langchain_core.tracers.langchain import wait_for_all_tracers
 
 from htam_agent.coder.base import CodeRequest, StrategyBrief
-from htam_agent.coder.llm import RetryPolicy
+from htam_agent.coder.llm import LLMCallRetries
 from htam_agent.coder.llm_coder import LLMCoder
 from htam_agent.context import RunContext
 
@@ -26,7 +26,7 @@ def main() -> None:
     request = CodeRequest(task_name="elementwise_leaky_relu", task_source="class Model: ...", backend=backend,
                           op_class="elementwise", direction="memory_access", direction_reason="memory-bound",
                           strategies=(StrategyBrief("vec16", "Vectorized 16-byte loads"),), step=3)
-    coder = LLMCoder.from_context(ctx, retry=RetryPolicy(retries=0))
+    coder = LLMCoder.from_context(ctx, retry=LLMCallRetries(retries=0))
     proposal = coder.propose(request)
     wait_for_all_tracers()
     print(json.dumps({"code": proposal.code, "error": proposal.error, "llm_calls": proposal.llm_calls}))
