@@ -36,15 +36,14 @@ import platform
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from htam_agent.bench.launcher_marker import source_of
 
-FAST = ROOT / "benchmarks" / "kernelbench_candidates" / "honest" / "l1_19_relu.py"
+ROOT = Path(__file__).resolve().parents[1]
+FAST = ROOT / "tests" / "cheats" / "kernelbench" / "fast" / "honest" / "l1_19_relu.py"  # launcher expanded
 NVRTC = ROOT / "tests" / "cheats" / "kernelbench" / "honest" / "l1_19_relu.py"
 USUAL = ROOT / "htam_agent" / "tasks" / "candidates" / "elementwise_leaky_relu" / "cuda_vec4.py"
 
@@ -103,7 +102,7 @@ def _build_shim(work: Path, pch: Path | None) -> None:
 
 def _exec(path: Path, text: str | None = None) -> dict:
     g: dict = {"__name__": f"cuda_loop_{path.stem}"}
-    exec(compile(text if text is not None else path.read_text(), str(path), "exec"), g)
+    exec(compile(text if text is not None else source_of(path), str(path), "exec"), g)
     return g
 
 

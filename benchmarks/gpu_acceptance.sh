@@ -16,8 +16,8 @@
 # and prints the `carry` list (the call carries `.kb` and `.oldtree`).
 #
 # On the GPU host it needs python3 with torch (CUDA), numpy, Triton, nvcc and ninja; it imports only
-# htam_agent.evaluation, htam_agent.bench.kernelbench_checks and the benchmarks scripts (no pydantic, langgraph
-# or chroma). Results go to $OUT/<part>/ and are packed at exit into $OUT/<part>.tgz (the device tool brings
+# htam_agent.evaluation, htam_agent.bench.kernelbench_checks, htam_agent.bench.launcher_marker (which expands
+# the fast-form fixtures' launcher line) and the benchmarks scripts (no pydantic, langgraph or chroma). Results go to $OUT/<part>/ and are packed at exit into $OUT/<part>.tgz (the device tool brings
 # back at most 8 files), next to $OUT/progress.log.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -110,8 +110,9 @@ make_sixteen() {
   "$PY" - "$dir" "$KB" <<'EOF'
 import json, sys
 from pathlib import Path
+from htam_agent.bench.launcher_marker import source_of
 out, kb = Path(sys.argv[1]), Path(sys.argv[2])
-src = Path("benchmarks/kernelbench_candidates/honest/l1_19_relu.py").read_text()
+src = source_of(Path("tests/cheats/kernelbench/fast/honest/l1_19_relu.py"))
 pairs = []
 for i, (threads, cap) in enumerate([(t, c) for t in (128, 256, 512, 1024) for c in (1024, 4096, 8192, 16384)]):
     text = src.replace("blocks = min((n + 1023) // 1024, 8192)", f"blocks = min((n + {threads * 4 - 1}) // {threads * 4}, {cap})")
@@ -131,9 +132,10 @@ part_fastloop() {
   env_report > "$OUT/$PART/env.log" 2>&1; cat "$OUT/$PART/env.log"
   step cuda_loop 240 "$PY" benchmarks/cuda_loop.py --repeats 3 --usual-repeats ${USUAL_REPEATS:-1} --build-root "$WORK/cuda_loop" \
     --out "$OUT/$PART/cuda_loop.json"
-  local relu=$KB/level1/19_ReLU.py fast=benchmarks/kernelbench_candidates/honest/l1_19_relu.py
+  local relu=$KB/level1/19_ReLU.py fast=tests/cheats/kernelbench/fast/honest/l1_19_relu.py
   local cold=$WORK/cold_relu_fast.py
-  sed 's|^extern "C" __global__ void relu_kernel(|// cold single '"$(date +%s)"'\n&|' "$fast" > "$cold"
+  "$PY" -m htam_agent.bench.launcher_marker "$fast" \
+    | sed 's|^extern "C" __global__ void relu_kernel(|// cold single '"$(date +%s)"'\n&|' > "$cold"
   step single_cold 150 "$PY" -m htam_agent.evaluation eval "$relu" "$cold" --backend cuda --size small --no-store --json
   step single_built 150 "$PY" -m htam_agent.evaluation eval "$relu" "$cold" --backend cuda --size small --no-store --json
   make_sixteen > "$OUT/$PART/sixteen_made.log" 2>&1
@@ -152,7 +154,7 @@ part_kernelbench() {
   local set dir
   for set in ${KB_SETS:-fast cheats usual}; do
     case $set in
-      fast) dir=benchmarks/kernelbench_candidates ;;
+      fast) dir=tests/cheats/kernelbench/fast ;;
       cheats) dir=$WORK/kb_cheats ;;
       usual) dir=$WORK/kb_usual ;;
       *) log "KB_SETS: unknown set '$set' (fast cheats usual)"; continue ;;
@@ -166,7 +168,7 @@ part_kernelbench_default() {
   [ -d "$KB/level1" ] || { log "no KernelBench files at $KB"; return 0; }
   for set in fast usual; do
     local dir=tests/cheats/kernelbench
-    [ $set = fast ] && dir=benchmarks/kernelbench_candidates
+    [ $set = fast ] && dir=tests/cheats/kernelbench/fast
     for p in 19_relu 20_leakyrelu 21_sigmoid 22_tanh 25_swish 26_gelu 27_selu 28_hardsigmoid 29_softplus 30_softsign \
              31_elu 32_hardtanh 88_mingptnewgelu; do
       step "default_${set}_$p" "${LIMIT_KB_DEFAULT:-90}" "$PY" benchmarks/kernelbench_checks.py "$KB" \

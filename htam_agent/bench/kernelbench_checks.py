@@ -5,7 +5,9 @@
         [--candidates-dir DIR] [--dry-run] [--judge-only]
 
 Candidates are every `*.py` under tests/cheats/kernelbench/{honest,cheats} (or --candidates-dir); the
-script passes that folder, this module only reads what it is given.
+script passes that folder, this module only reads what it is given. A file holding the fast CUDA launcher
+as its marker line (htam_agent.bench.launcher_marker, e.g. tests/cheats/kernelbench/fast/) is evaluated as
+its expanded copy, OUTDIR/candidates/<group>/<file>.
 Each starts with a docstring holding, one per line:
 
     kernelbench: level1/19_ReLU.py      the KernelBench problem, relative to the folder holding level1/
@@ -31,8 +33,9 @@ evaluation of an NVRTC ReLU took about 20 s on an H200, ~98 GB peak GPU memory).
 at the shapes derived from the size globals (2048 x 1536 there; the second shape is the same either way),
 and `--only` splits the run. Only the eager baseline is timed unless --baselines says otherwise.
 
-Imports only the standard library: it runs on a GPU host with torch and numpy next to our package (the
-tests import it as `htam_agent.bench.kernelbench_checks`; `benchmarks/kernelbench_checks.py` is its command).
+Imports only the standard library and the launcher's text (htam_agent.coder.exemplar.fast_cuda, stdlib
+only): it runs on a GPU host with torch and numpy next to our package (the tests import it as
+`htam_agent.bench.kernelbench_checks`; `benchmarks/kernelbench_checks.py` is its command).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from htam_agent import threadsafe
+from htam_agent.bench import launcher_marker
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding htam_agent/: the batch imports it from here
 GROUPS = ("honest", "cheats")
@@ -79,10 +83,16 @@ class Entry:
     caught_by: tuple[str, ...] = ()
     missing: str | None = None
     task: Path | None = None        # the resolved KernelBench file
+    expanded: Path | None = None    # for a file with the launcher's marker line: its expanded copy (write_pairs)
 
     @property
     def stem(self) -> str:
         return self.path.stem
+
+    @property
+    def candidate(self) -> Path:
+        """The file the batch evaluates: the expanded copy of a marker fixture, else the file itself."""
+        return (self.expanded or self.path).resolve()
 
     @property
     def name(self) -> str:
@@ -213,9 +223,20 @@ def select(entries: list[Entry], only: str | None) -> list[Entry]:
 
 
 def write_pairs(entries: list[Entry], out: Path) -> Path:
+    """OUT/pairs.json for the batch; a fixture with the launcher's marker line goes in as its expanded copy
+    (OUT/candidates/<group>/<file>), since the evaluator is given a self-contained file."""
     out.mkdir(parents=True, exist_ok=True)
+    for e in entries:
+        text = e.path.read_text()
+        if launcher_marker.has_marker(text):
+            e.expanded = out / "candidates" / e.group / e.path.name
+            e.expanded.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                e.expanded.write_text(launcher_marker.expand(text, where=str(e.path)))
+            except ValueError as exc:  # two marker lines
+                raise HeaderError(str(exc)) from None
     pairs = out / "pairs.json"
-    pairs.write_text(json.dumps([{"task": str(e.task), "candidate": str(e.path.resolve())} for e in entries],
+    pairs.write_text(json.dumps([{"task": str(e.task), "candidate": str(e.candidate)} for e in entries],
                                 indent=1) + "\n")
     return pairs
 
@@ -268,7 +289,7 @@ def _median_ms(v: dict | None) -> float | None:
 
 def judge(entries: list[Entry], verdicts: dict[str, dict]) -> list[dict]:
     """One row per entry: what was expected, what happened, OK or not, and a note."""
-    by_stem = {e.stem: verdicts.get(str(e.path.resolve())) for e in entries}
+    by_stem = {e.stem: verdicts.get(str(e.candidate)) for e in entries}
     rows = []
     for e in entries:
         v = by_stem[e.stem]
@@ -386,7 +407,8 @@ def main(argv: list[str] | None = None, candidates_dir: Path | None = None) -> i
     ap.add_argument("--baselines", default="eager", help="passed to the batch (default: eager only; "
                     "'eager,compile' adds a torch.compile build per problem, minutes each on level-1 files)")
     ap.add_argument("--candidates-dir", type=Path, default=candidates_dir, required=candidates_dir is None,
-                    help="folder holding honest/ and cheats/ (default: the bundled tests/cheats/kernelbench)")
+                    help="folder holding honest/ and cheats/ (default: the bundled tests/cheats/kernelbench; its fast/ "
+                    "holds the fast-form rewrites of honest/)")
     ap.add_argument("--dry-run", action="store_true", help="write pairs.json and print the plan; run nothing")
     ap.add_argument("--judge-only", action="store_true", help="judge OUTDIR/verdicts.jsonl as it is; run nothing")
     args = ap.parse_args(argv)
@@ -394,10 +416,10 @@ def main(argv: list[str] | None = None, candidates_dir: Path | None = None) -> i
     try:
         entries = select(collect(args.candidates_dir), args.only)
         resolve(entries, args.kb_dir)
+        pairs = write_pairs(entries, args.out)
     except (HeaderError, SetupError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    pairs = write_pairs(entries, args.out)
     verdicts = args.out / "verdicts.jsonl"
     print(f"{len(entries)} candidate(s) on {len({e.task for e in entries})} KernelBench problem(s); pairs in {pairs}")
     for e in entries:

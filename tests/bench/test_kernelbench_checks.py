@@ -12,6 +12,8 @@ import pytest
 from support.kernelbench_files import RELU
 
 from htam_agent.bench import kernelbench_checks as kc
+from htam_agent.bench import launcher_marker as lm
+from htam_agent.coder.exemplar.fast_cuda import FAST_LAUNCHER
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "kernelbench_checks.py"
@@ -158,6 +160,27 @@ def test_bad_header_exits_2_naming_the_file(kb, cands, tmp_path, capsys):
     assert "c05_nohead.py" in err and "pattern" in err
 
 
+def test_a_fixture_with_the_launcher_marker_is_evaluated_as_its_expanded_copy(kb, cands, tmp_path, capsys):
+    fast = _head(expect="accepted", pattern=None).replace("class ModelNew", f"{lm.MARKER}\nclass ModelNew")
+    _write(cands / "honest", "h_fast.py", fast)
+    out = tmp_path / "out"
+    assert kc.main([str(kb), "--out", str(out), "--candidates-dir", str(cands), "--dry-run"]) == 0
+    pairs = {Path(p["candidate"]).name: Path(p["candidate"]) for p in json.loads((out / "pairs.json").read_text())}
+    assert pairs["h_fast.py"] == (out / "candidates" / "honest" / "h_fast.py").resolve()
+    assert pairs["h_fast.py"].read_text() == lm.expand(fast) and FAST_LAUNCHER in pairs["h_fast.py"].read_text()
+    assert pairs["h_relu.py"] == (cands / "honest" / "h_relu.py").resolve()  # no marker: the file itself
+    # the verdict of the expanded copy is the fixture's
+    (out / "verdicts.jsonl").write_text(json.dumps(_verdict(pairs["h_fast.py"], "accepted")) + "\n")
+    kc.main([str(kb), "--out", str(out), "--candidates-dir", str(cands), "--judge-only"])
+    row = next(r for r in json.loads((out / "summary.json").read_text())["rows"] if r["file"] == "honest/h_fast.py")
+    assert row["status"] == "accepted" and row["ok"]
+    _write(cands / "honest", "h_fast.py", fast.replace(lm.MARKER, lm.MARKER + "\n" + lm.MARKER))
+    capsys.readouterr()
+    assert kc.main([str(kb), "--out", str(out), "--candidates-dir", str(cands), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "h_fast.py" in err and "keep one" in err
+
+
 # -- judging (verdicts as the batch writes them) ---------------------------------------------------------
 
 def _verdict(path: Path, status: str, ms: float | None = 1.0, flags=(), failed=None) -> dict:
@@ -241,7 +264,9 @@ def test_bundled_candidates_have_valid_headers():
 
 def test_imports_only_the_standard_library():
     """The command runs on a bare GPU host: nothing but the standard library and this module of our package."""
-    allowed = ["htam_agent", "htam_agent.bench", "htam_agent.bench.kernelbench_checks", "htam_agent.threadsafe"]
+    allowed = ["htam_agent", "htam_agent.bench", "htam_agent.bench.kernelbench_checks", "htam_agent.threadsafe",
+               "htam_agent.bench.launcher_marker", "htam_agent.coder", "htam_agent.coder.exemplar",
+               "htam_agent.coder.exemplar.fast_cuda"]  # the launcher's text, for the fast-form fixtures
     code = (
         "import runpy, sys\n"
         "class Block:\n"
