@@ -8,7 +8,10 @@
    script into a run folder (it measures the page's path: folder -> poll -> render -> browser, not the
    evaluator). Budget 1 s.
 
-    python benchmarks/chat_latency.py [--turns 30] [--verdicts 10]
+    python -m benchmarks.chat_latency [--turns 30] [--verdicts 10]     # from the repository root
+
+Run as a module from the checkout: the scripted server and the CDP driver are the tests' helpers
+(`tests.support`), imported from the repository root.
 
 Needs the ui extra and chromium for part 2 (`--no-page` skips it).
 """
@@ -19,14 +22,10 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the scripted server and the CDP driver live with the tests
 
 
 def _stats(xs: list[float]) -> str:
@@ -38,12 +37,12 @@ def _stats(xs: list[float]) -> str:
 
 def first_token(turns: int, workdir: Path) -> list[float]:
     from langchain_core.callbacks import BaseCallbackHandler
-    from support.openai_server import ScriptedOpenAIServer
 
     from htam_agent.chat.agent import ChatSession
     from htam_agent.chat.runs import RunManager
     from htam_agent.coder.llm import make_chat_model
     from htam_agent.context import RunContext
+    from tests.support.openai_server import ScriptedOpenAIServer
 
     class FirstToken(BaseCallbackHandler):
         def __init__(self) -> None:
@@ -75,14 +74,13 @@ def first_token(turns: int, workdir: Path) -> list[float]:
 
 
 def verdict_to_page(n: int, workdir: Path) -> list[float]:
-    from support.cdp import Chromium
-
     from htam_agent.chat.agent import ChatSession
     from htam_agent.chat.runs import RunManager
     from htam_agent.context import RunContext
     from htam_agent.run.artifacts import RunArtifacts
     from htam_agent.tasks import SUITE_DIR
     from htam_agent.ui.app import serve
+    from tests.support.cdp import Chromium
 
     ctx = RunContext.from_env(runs_dir=str(workdir / "runs"), memory_dir=str(workdir / "memory"), backend="cpp",
                               coder="exemplar")

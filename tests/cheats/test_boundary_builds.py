@@ -15,20 +15,16 @@ import ast
 import json
 import os
 import re
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from cheat_catalogue import HERE, NOT_ACCEPTED, task_path
+from sync_extension import source_of
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from cheat_catalogue import HERE, NOT_ACCEPTED, task_path  # noqa: E402
-from sync_extension import source_of  # noqa: E402
-
-from htam_agent.evaluation.common import builder, containment  # noqa: E402
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator, storable  # noqa: E402
-from htam_agent.evaluation.store import VerdictStore  # noqa: E402
+from htam_agent.evaluation.common import builder, containment
+from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator, storable
+from htam_agent.evaluation.store import VerdictStore
 
 TIMING_PLAN = {"target_s": 0.05, "min_reps": 3, "max_reps": 10}
 # The lock attack runs first: in a fresh session its victim's extension is built after the lock was tried.

@@ -21,15 +21,12 @@ import time
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from cheat_catalogue import HERE, NOT_ACCEPTED, task_path  # noqa: E402
-from sync_extension import source_of  # noqa: E402
+from cheat_catalogue import HERE, NOT_ACCEPTED, task_path
+from sync_extension import source_of
 
 from htam_agent.evaluation import runner
-from htam_agent.evaluation.common import containment  # noqa: E402
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator, storable  # noqa: E402
+from htam_agent.evaluation.common import containment
+from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator, storable
 
 TIMING_PLAN = {"target_s": 0.05, "min_reps": 5, "max_reps": 20}
 TASK = str(task_path("elementwise_leaky_relu"))
