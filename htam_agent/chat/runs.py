@@ -211,7 +211,7 @@ class RunManager:
         if "ModelNew" not in src:
             raise ChatInputError("the candidate must define `class ModelNew(nn.Module)`")
         ctx = self.base.with_(backend=backend) if backend else self.base
-        verdict = gateway_for(ctx).benchmark(Candidate(task_path=str(path), source=src, name="chat_candidate"))
+        verdict = gateway_for(ctx).benchmark(Candidate.of(path, src, name="chat_candidate"))
         eval_id = "eval-" + hashlib.sha256((str(path) + src).encode()).hexdigest()[:10]
         out = self.runs_dir / "chat_evals" / f"{eval_id}.json"
         out.parent.mkdir(parents=True, exist_ok=True)

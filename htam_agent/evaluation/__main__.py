@@ -39,7 +39,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 2
     store = verdict_store(args)
     ev = Evaluator(eval_options(args, backend), store)
-    verdict = ev.evaluate(Candidate(task_path=args.task, source=source), use_store=not args.no_store)
+    verdict = ev.evaluate(Candidate.of(args.task, source), use_store=not args.no_store)
     print(json.dumps(verdict, indent=1, default=str) if args.json else Readout(verdict).text())
     return 0 if verdict["accepted"] else 1
 
@@ -222,10 +222,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
         return 2
     by_backend: dict[str, list[Candidate]] = {}
     for task, cand in pairs:
-        src = Path(cand).read_text()
-        backend = args.backend or detect_backend(src) or "cuda"
-        by_backend.setdefault(backend, []).append(Candidate(task_path=task, source=src, name=Path(task).stem))
-        by_backend[backend][-1].origin = cand  # type: ignore[attr-defined]
+        c = Candidate.of(task, source_path=cand, name=Path(task).stem)
+        backend = args.backend or detect_backend(c.source) or "cuda"
+        by_backend.setdefault(backend, []).append(c)
     store = verdict_store(args)
     t0 = time.time()
     out = open(args.out, "w") if args.out else None

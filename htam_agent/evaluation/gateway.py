@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from htam_agent.backend_registry import is_cpu
 
-from .common.verdict import finalize, new_verdict
+from .common.verdict import VerdictBuilder, with_envelope
 from .runner import Candidate, Evaluator
 
 Mode = Literal["local", "replay"]
@@ -49,20 +49,18 @@ def resolve_mode(requested: str, backend: str) -> Mode:
 
 def no_code_verdict(task: str, backend: str, why: str) -> dict[str, Any]:
     """The verdict of a reply without a candidate: repairable, never a measurement."""
-    v = new_verdict(task, backend)
-    v["status"] = "invalid_candidate"
-    v["reason"] = f"no candidate code: {why or 'the coder returned nothing'}"
-    v["no_code"] = True
-    return finalize(v)
+    v = VerdictBuilder(task, backend)
+    v.set_status("invalid_candidate", f"no candidate code: {why or 'the coder returned nothing'}")
+    v.record(no_code=True)
+    return dict(v.finalize())
 
 
 def not_evaluated(task: str, backend: str, why: str) -> dict[str, Any]:
     """The verdict of a candidate this machine cannot evaluate: the memory learns nothing from it."""
-    v = new_verdict(task, backend)
-    v["status"] = "error"
-    v["reason"] = why
-    v["not_evaluated"] = True
-    return finalize(v)
+    v = VerdictBuilder(task, backend)
+    v.set_status("error", why)
+    v.record(not_evaluated=True)
+    return dict(v.finalize())
 
 
 class EvaluationGateway:
@@ -115,4 +113,4 @@ class EvaluationGateway:
                 f"no {self.backend} device on this machine and no stored verdict for this candidate "
                 f"(key {key[:12]}); evaluate it on a GPU host with `python -m htam_agent.evaluation batch` "
                 "and import the verdicts with `htam verdicts import`"))
-        return {**hit, "cached": True}
+        return with_envelope(hit, cached=True)

@@ -29,7 +29,7 @@ from typing import Any
 from htam_agent.backend_registry import is_cpu, spec
 
 from .common import containment, paths
-from .common.verdict import EVALUATOR_VERSION, STATUSES, add_flag, finalize, new_verdict
+from .common.verdict import STATUSES, Verdict, VerdictBuilder, with_envelope
 from .store import VerdictStore, candidate_key, device_name
 
 _PKG_PARENT = str(Path(__file__).resolve().parents[2])
@@ -204,7 +204,9 @@ def _valid_verdict(v: Any) -> bool:
 
 
 def run_job(job: dict[str, Any], options: EvalOptions) -> dict[str, Any]:
-    """Run one job in a checker process to completion or to its limit; always returns a verdict dict.
+    """Run one job in a checker process to completion or to its limit; always returns a verdict dict: the
+    checker's finalized verdict (or the parent's, for a checker that gave none) with the parent's envelope
+    (its wall time, the checker's stderr) beside it. The verdict is never edited here.
 
     On the CPU backend the next checker is started only after this verdict: starting one imports torch in
     two processes, which would compete with this job's timing for the machine's few cores.
@@ -239,26 +241,30 @@ def run_job(job: dict[str, Any], options: EvalOptions) -> dict[str, Any]:
             _sweep(sandbox)
     wall = time.time() - t0
     if not _valid_verdict(verdict):
-        verdict = new_verdict(job.get("task_name", ""), job["backend"])
-        verdict["phase"] = phase
-        if timed_out_in is not None:
-            verdict["status"] = "timeout"
-            what = "compiling" if timed_out_in in ("start", "compile") else f"in phase '{timed_out_in}'"
-            verdict["reason"] = (f"timeout: no result after {limit + GRACE_S:.0f} s {what}; the evaluator's "
-                                 "checker process was killed")
-        else:
-            verdict["status"] = "error"
-            verdict["reason"] = (f"evaluator error: the checker process ended (status {proc.returncode}) "
-                                 f"during '{phase}' without a verdict; its stderr: "
-                                 + _tail(scratch / "stderr.txt", 600).strip()[-600:])
-        verdict["error"] = _tail(scratch / "stderr.txt")[-1500:]
-        finalize(verdict)
-    verdict["wall_seconds"] = round(wall, 3)
-    verdict["checker_stderr_tail"] = _tail(scratch / "stderr.txt", 2000)
+        verdict = _no_checker_verdict(job, phase, timed_out_in, limit, proc.returncode, scratch)
+    delivered = with_envelope(verdict, wall_seconds=round(wall, 3),
+                              checker_stderr_tail=_tail(scratch / "stderr.txt", 2000))
     _rmtree(scratch)
     if cpu and options.prestart and job["mode"] != "compile":
         _replenish(1)
-    return verdict
+    return delivered
+
+
+def _no_checker_verdict(job: dict[str, Any], phase: str, timed_out_in: str | None, limit: float,
+                        returncode: int | None, scratch: Path) -> Verdict:
+    """The verdict of a checker that was killed at its limit or died without one (the job's baseline and
+    identity attached as the checker would have)."""
+    v = VerdictBuilder(job.get("task_name", ""), job["backend"])
+    v.record(phase=phase)
+    if timed_out_in is not None:
+        what = "compiling" if timed_out_in in ("start", "compile") else f"in phase '{timed_out_in}'"
+        v.set_status("timeout", f"timeout: no result after {limit + GRACE_S:.0f} s {what}; the evaluator's "
+                     "checker process was killed")
+    else:
+        v.set_status("error", f"evaluator error: the checker process ended (status {returncode}) during "
+                     f"'{phase}' without a verdict; its stderr: " + _tail(scratch / "stderr.txt", 600).strip()[-600:])
+    v.set_error(_tail(scratch / "stderr.txt")[-1500:])
+    return v.finalize_job(job)
 
 
 def _follow(spare: _Spare, options: EvalOptions, phase: str, since: float, limit: float,
@@ -326,20 +332,57 @@ def _rmtree(path: Path) -> None:
 # --------------------------------------------------------------------------------------------------------
 
 
+class CandidateError(ValueError):
+    """A candidate that cannot be built as given; the message names the file or field and the fix."""
+
+
 @dataclass
 class Candidate:
-    """One candidate to evaluate against one task file."""
+    """One candidate to evaluate against one task file: its code and the task's source, read once (a task file
+    edited later cannot change what the candidate is compiled and timed against).
+
+    Build it with `Candidate.of` (from a source, an LLM's reply or a candidate file); constructing it directly
+    runs the same checks in `__post_init__`."""
 
     task_path: str
     source: str
     name: str = ""
     task_source: str = ""
+    origin: str = ""  # the candidate file the source was read from, if any
 
     def __post_init__(self) -> None:
+        if not isinstance(self.source, str):
+            raise CandidateError(f"candidate for {self.task_path}: source is a {type(self.source).__name__}, "
+                                 "not the code as a string")
+        self.task_path = str(self.task_path)
         if not self.task_source:
-            self.task_source = Path(self.task_path).read_text()
+            self.task_source = _read(self.task_path, "task file", "pass the path of a KernelBench task file")
         if not self.name:
             self.name = Path(self.task_path).stem
+
+    @classmethod
+    def of(cls, task_path: str | Path, source: str | None = None, *, source_path: str | Path | None = None,
+           name: str = "", task_source: str = "") -> Candidate:
+        """The one factory: code given as `source` (a reply, a pasted snippet) or read from `source_path`;
+        the task's source read from `task_path` unless given (the one a run started with)."""
+        if (source is None) == (source_path is None):
+            raise CandidateError(f"candidate for {task_path}: give the code as source or as source_path, not "
+                                 f"{'both' if source is not None else 'neither'}")
+        origin = ""
+        if source_path is not None:
+            origin = str(source_path)
+            source = _read(origin, "candidate file", "pass the path of a file defining class ModelNew")
+        path = Path(task_path).expanduser()
+        return cls(task_path=str(path), source=source or "", name=name, task_source=task_source, origin=origin)
+
+
+def _read(path: str, what: str, fix: str) -> str:
+    try:
+        return Path(path).expanduser().read_text()
+    except FileNotFoundError as exc:
+        raise CandidateError(f"{what} {path!r}: no such file; {fix}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CandidateError(f"{what} {path!r}: cannot read it ({exc}); {fix}") from exc
 
 
 class Evaluator:
@@ -393,7 +436,10 @@ class Evaluator:
         self._derived[cand.task_path] = (cand.task_source, derived)
         return derived
 
-    def _job(self, cand: Candidate, mode: str) -> dict[str, Any]:
+    def _job(self, cand: Candidate, mode: str, identity: dict[str, Any] | None = None,
+             baseline: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The job for a checker; `identity` (the store's key, kind, device) and `baseline` (the reference's
+        timings) are what the checker needs to finalize the verdict the parent files, speedups included."""
         o = self.options
         return {
             "mode": mode, "backend": o.backend, "task_name": cand.name, "task_path": cand.task_path,
@@ -402,6 +448,7 @@ class Evaluator:
             "tier": o.tier, "timing": o.timing, "timing_plan": o.timing_plan, "baselines": list(o.baselines),
             "threads": o.threads, "device_index": o.device_index, "build_root": self.build_root,
             "fast_build": o.fast_build, "derived_sizes": self.derived_sizes(cand),
+            "identity": identity, "baseline": _baseline_facts(baseline),
         }
 
     # -- phases ----------------------------------------------------------------------------------------
@@ -423,9 +470,7 @@ class Evaluator:
             if store is not None and (hit := store.get(key)) is not None:
                 self._baselines[key] = hit
                 return hit
-        verdict = run_job(self._job(cand, "baseline"), self.options)
-        verdict["key"] = key
-        verdict["kind"] = "baseline"
+        verdict = run_job(self._job(cand, "baseline", identity={"key": key, "kind": "baseline"}), self.options)
         if verdict["status"] == "accepted":
             self._baselines[key] = verdict
             if store is not None and storable(verdict):  # an unreliable one is measured again next run
@@ -435,20 +480,12 @@ class Evaluator:
     def evaluate(self, cand: Candidate, use_store: bool = True) -> dict[str, Any]:
         key = self.key(cand)
         if use_store and self.store is not None and (hit := self.store.get(key)) is not None:
-            hit = dict(hit)
-            hit["cached"] = True
-            return hit
+            return with_envelope(hit, cached=True)
         base = None
         if self.options.timing and self.options.baselines:
             base = self.baseline(cand)
-        verdict = run_job(self._job(cand, "evaluate"), self.options)
-        self._attach_baseline(verdict, base)
-        verdict["key"] = key
-        verdict["kind"] = "candidate"
-        verdict["candidate_sha256"] = _sha(cand.source)
-        verdict["task_sha256"] = _sha(cand.task_source)
-        verdict["device_name"] = self.device
-        verdict["evaluator_version"] = EVALUATOR_VERSION
+        identity = {"key": key, "kind": "candidate", "device_name": self.device}
+        verdict = run_job(self._job(cand, "evaluate", identity=identity, baseline=base), self.options)
         if self.store is not None and storable(verdict):
             self.store.put(key, verdict)
         return verdict
@@ -476,29 +513,6 @@ class Evaluator:
                 progress("evaluate", i + 1, n, v)
         return results
 
-    # -- helpers ---------------------------------------------------------------------------------------
-    @staticmethod
-    def _attach_baseline(verdict: dict[str, Any], base: dict[str, Any] | None) -> None:
-        if base is None:
-            return
-        for name in ("eager", "compile"):
-            if name in base.get("timing", {}):
-                verdict["timing"][name] = base["timing"][name]
-        cand = (verdict["timing"].get("candidate") or {}).get("median_ms")
-        for name, field_name in (("eager", "speedup_vs_eager"), ("compile", "speedup_vs_compile")):
-            ref = (verdict["timing"].get(name) or {}).get("median_ms")
-            if cand and ref:
-                verdict[field_name] = round(ref / cand, 4)
-        if base.get("status") != "accepted":
-            verdict.setdefault("warnings", []).append(f"baseline timing failed: {base.get('reason')}")
-        for flag in base.get("flags", []):
-            if flag.get("name") == "timing_unreliable" and verdict["status"] in ("accepted", "rejected"):
-                add_flag(verdict, "timing_unreliable", flag["reason"], rejects=False)
-        if verdict["status"] == "accepted":
-            verdict["reason"] = ""
-            finalize(verdict)
-
-
 def storable(verdict: dict[str, Any]) -> bool:
     """Whether a verdict may be replayed from the store instead of measured again.
 
@@ -518,10 +532,14 @@ def storable(verdict: dict[str, Any]) -> bool:
     return not any(f.get("name") == "timing_unreliable" for f in verdict.get("flags", []))
 
 
-def _sha(text: str) -> str:
-    import hashlib
+def _baseline_facts(base: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a candidate's checker needs of the baseline verdict: its timings, status, reason and flags."""
+    if base is None:
+        return None
+    timing = base.get("timing") if isinstance(base.get("timing"), dict) else {}
+    return {"status": base.get("status"), "reason": base.get("reason"),
+            "timing": {k: timing[k] for k in ("eager", "compile") if k in timing},
+            "flags": [f for f in base.get("flags") or [] if isinstance(f, dict)]}
 
-    return hashlib.sha256(text.encode()).hexdigest()
 
-
-__all__ = ["Candidate", "EvalOptions", "Evaluator", "run_job", "scrubbed_env"]
+__all__ = ["Candidate", "CandidateError", "EvalOptions", "Evaluator", "run_job", "scrubbed_env"]

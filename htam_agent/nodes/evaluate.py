@@ -48,8 +48,8 @@ def evaluate(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
             from htam_agent.evaluation.runner import Candidate
 
             name = f"{state.get('task_name', 'task')}_s{step}_v{cand['variant']}_r{cand['repair']}"
-            verdict = gateway.benchmark(Candidate(task_path=state["task_path"], source=cand["code"], name=name,
-                                                  task_source=state["task_source"]))
+            verdict = gateway.benchmark(Candidate.of(state["task_path"], cand["code"], name=name,
+                                                     task_source=state["task_source"]))
         art.write_verdict(step, cand["variant"], cand["repair"], verdict)
         done = dict(cand)
         done["verdict"] = verdict

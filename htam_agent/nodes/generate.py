@@ -131,8 +131,8 @@ def generate(task: GenerationTask, runtime: Runtime[RunContext]) -> dict[str, An
         from htam_agent.evaluation.runner import Candidate
 
         name = f"{task['task_name']}_s{step}_v{variant}_r{repair}"
-        compiled = gateway.compile(Candidate(task_path=task["task_path"], source=proposal.code, name=name,
-                                             task_source=task["task_source"]))
+        compiled = gateway.compile(Candidate.of(task["task_path"], proposal.code, name=name,
+                                                task_source=task["task_source"]))
         record["compile"] = compiled
         art.write_verdict(step, variant, repair, compiled, name="compile.json")
     write({"event": "generated", "step": step, "variant": variant, "repair": repair,

@@ -7,7 +7,6 @@ the tool message's artifact. The graph itself calls the gateway directly, not th
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
@@ -36,10 +35,7 @@ def make_evaluator_tools(gateway: Any, mode: str | None = None) -> list[BaseTool
         gateway = EvaluationGateway(gateway, resolve_mode(mode or "auto", gateway.options.backend))
 
     def _cand(task_path: str, code: str, name: str) -> Candidate:
-        path = Path(task_path).expanduser()
-        if not path.is_file():
-            raise ValueError(f"task_path {task_path!r}: no such file; pass the path of a KernelBench task file")
-        return Candidate(task_path=str(path), source=code, name=name or "")
+        return Candidate.of(task_path, code, name=name or "")  # a missing task file: CandidateError, a ValueError
 
     def compile_kernel(task_path: str, code: str, name: str = "") -> tuple[str, dict[str, Any]]:
         """Compile a candidate (no run): compiler errors come back with their first diagnostic."""

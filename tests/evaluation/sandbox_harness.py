@@ -15,7 +15,7 @@ from typing import Any
 from htam_agent.evaluation.backends import get_backend
 from htam_agent.evaluation.checker import phases as checker
 from htam_agent.evaluation.checker.sandbox_client import SandboxClient
-from htam_agent.evaluation.common.verdict import new_verdict
+from htam_agent.evaluation.common.verdict import VerdictBuilder
 
 
 @contextlib.contextmanager
@@ -26,7 +26,7 @@ def python_candidate_run(source: str, task: Any, tmp_path: Path, slot: str = "ma
         build_root = sandbox.build_folder(build_root)
     job = {"backend": "cpp", "build_root": build_root, "mode": "evaluate", "candidate_source": source,
            "size": task.size, "run_timeout_s": 60, "compile_timeout_s": 60}
-    run = checker.Run(job=job, verdict=new_verdict(task.name, "cpp"), events=checker.Events(None), sandbox=sandbox,
+    run = checker.Run(job=job, verdict=VerdictBuilder(task.name, "cpp"), events=checker.Events(None), sandbox=sandbox,
                       seed=1234)
     try:
         run.backend = get_backend("cpp")

@@ -10,7 +10,7 @@ import pytest
 
 from htam_agent.evaluation.checker import judge
 from htam_agent.evaluation.common import protocol
-from htam_agent.evaluation.common.verdict import new_verdict
+from htam_agent.evaluation.common.verdict import VerdictBuilder
 
 
 def _stats(median: float) -> dict:
@@ -47,14 +47,14 @@ def test_noise_in_the_calibration_loosens_the_bound_instead_of_penalising():
 
 
 def test_a_reported_call_longer_than_the_checkers_request_is_impossible():
-    v = new_verdict("t", "cpp")
+    v = VerdictBuilder("t", "cpp")
     judge.WallClock([0.1] * 25, [0.15] * 30, [0.74] * 30).judge(v, "cpu")
-    names = {f["name"] for f in v["flags"]}
+    names = {f["name"] for f in v.get("flags")}
     assert "clock_below_reported" in names
-    assert all(f["rejects"] for f in v["flags"] if f["name"] == "clock_below_reported")
-    honest = new_verdict("t", "cpp")
+    assert all(f["rejects"] for f in v.get("flags") if f["name"] == "clock_below_reported")
+    honest = VerdictBuilder("t", "cpp")
     judge.WallClock([0.1] * 25, [0.8] * 30, [0.74] * 30).judge(honest, "cpu")
-    assert "clock_below_reported" not in {f["name"] for f in honest["flags"]}
+    assert "clock_below_reported" not in {f["name"] for f in honest.get("flags")}
 
 
 def _pair():
@@ -104,9 +104,9 @@ def test_not_json_and_not_an_object_are_protocol_errors():
 def test_a_slow_round_trip_after_the_last_call_is_not_work_after_return():
     """A loaded machine: every request takes ~5 ms beyond the call, so a 5.2 ms synchronize is a round trip."""
     loaded = [5.0, 5.1, 4.9, 5.2, 5.0] * 5
-    v = new_verdict("t", "cpp")
+    v = VerdictBuilder("t", "cpp")
     judge.WallClock(loaded, [7.0] * 30, [2.0] * 30, drain_ms=5.21).judge(v, "cpu")
-    assert "work_after_return" not in {f["name"] for f in v["flags"]}
-    busy = new_verdict("t", "cpp")
+    assert "work_after_return" not in {f["name"] for f in v.get("flags")}
+    busy = VerdictBuilder("t", "cpp")
     judge.WallClock(loaded, [7.0] * 30, [2.0] * 30, drain_ms=40.0).judge(busy, "cpu")
-    assert "work_after_return" in {f["name"] for f in busy["flags"]}
+    assert "work_after_return" in {f["name"] for f in busy.get("flags")}

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import json
 
-from htam_agent.evaluation.common.verdict import add_flag, finalize, new_verdict
+from htam_agent.evaluation.common.verdict import VerdictBuilder
 from htam_agent.evaluation.readout import NEAR_ROOFLINE, Readout
 
 
 def _accepted(fraction: float | None = 0.5) -> dict:
-    v = new_verdict("relu", "cuda")
-    v.update(status="accepted", correct=True, speedup_vs_eager=1.5, speedup_vs_compile=0.9,
-             timing={"candidate": {"median_ms": 2.0, "iqr_ms": 0.01, "spread_pct": 0.5, "min_ms": 1.9, "reps": 50},
-                     "eager": {"median_ms": 3.0, "iqr_ms": 0.02, "spread_pct": 0.7, "min_ms": 2.9, "reps": 50}})
+    v = VerdictBuilder("relu", "cuda")
+    v.set_status("accepted")
+    v.set_correct(True)
+    v.set_timing("candidate", {"median_ms": 2.0, "iqr_ms": 0.01, "spread_pct": 0.5, "min_ms": 1.9, "reps": 50})
     if fraction is not None:
-        v["roofline"] = {"fraction": fraction, "bound": "memory", "floor_ms": 1.0, "bandwidth_GBps": 4000.0}
-    add_flag(v, "timing_unreliable", "spread 12%", rejects=False)
-    return finalize(v)
+        v.record(roofline={"fraction": fraction, "bound": "memory", "floor_ms": 1.0, "bandwidth_GBps": 4000.0})
+    v.attach_baseline({"status": "accepted", "flags": [], "timing": {
+        "eager": {"median_ms": 3.0, "iqr_ms": 0.02, "spread_pct": 0.7, "min_ms": 2.9, "reps": 50},
+        "compile": {"median_ms": 1.8, "iqr_ms": 0.02, "spread_pct": 0.7, "min_ms": 1.7, "reps": 50}}})
+    v.add_flag("timing_unreliable", "spread 12%", rejects=False)
+    return v.finalize()
 
 
 def test_memory_status_follows_the_verdict():
@@ -39,14 +42,15 @@ def test_texts_carry_the_same_figures():
     text = r.text()
     assert "status    ACCEPTED" in text and "speedup   1.500x vs eager, 0.900x vs torch.compile" in text
     assert "flag      timing_unreliable (warning): spread 12%" in text
-    assert r.facts() == {"candidate_ms": 2.0, "eager_ms": 3.0, "compile_ms": None, "floor_ms": 1.0,
+    assert r.facts() == {"candidate_ms": 2.0, "eager_ms": 3.0, "compile_ms": 1.8, "floor_ms": 1.0,
                          "bound": "memory", "bandwidth_GBps": 4000.0, "fp32_tflops": None, "device": None}
 
 
 def test_repair_feedback_keeps_the_compiler_tail():
-    v = new_verdict("relu", "cpp")
-    v.update(status="compile_error", compiler_message="x" * 5000 + "\nmain.cpp:3:1: error: expected ';'")
-    fb = Readout(finalize(v)).feedback()
+    v = VerdictBuilder("relu", "cpp")
+    v.set_status("compile_error")
+    v.set_compile(message="x" * 5000 + "\nmain.cpp:3:1: error: expected ';'")
+    fb = Readout(v.finalize()).feedback()
     assert fb.startswith("status: compile_error\ncompile error: main.cpp:3:1: error: expected ';'")
     assert fb.endswith("error: expected ';'") and len(fb) < 3200
 

@@ -1,7 +1,9 @@
 """The checker process: `python -m htam_agent.evaluation.checker --result-fd N` (runner.py starts it; job JSON on stdin).
 
 It becomes a child subreaper, starts its sandbox at once (both import torch while the job is on its way),
-runs the phases (`phases.py`) and writes the verdict on the pipe only it holds.
+runs the phases (`phases.py`), adds what it learns once the sandbox is gone (its stderr, processes that
+outlived it) and the job's baseline and identity, finalizes the verdict once, and writes it on the pipe
+only it holds.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import time
 
 _T_START = time.perf_counter()
 from ..common import containment  # noqa: E402
-from ..common.verdict import add_flag, finalize  # noqa: E402
 from .phases import Events, run_job  # noqa: E402 (imports torch and what the baselines patch)
 from .sandbox_client import SandboxClient  # noqa: E402
 
@@ -46,20 +47,19 @@ def main(argv: list[str] | None = None) -> int:
     imports = round(_T_IMPORTED - _T_START, 3)
     keep = bool(job.get("keep_scratch")) and job["mode"] != "baseline"
     verdict = run_job(job, events, sandbox)
-    verdict["phase_seconds"]["imports"] = imports
-    verdict["sandbox_stderr_tail"] = sandbox.stderr_tail(2000)
+    verdict.time_phase("imports", imports)
+    verdict.record(sandbox_stderr_tail=sandbox.stderr_tail(2000))
     sandbox.kill()
     if keep:
-        verdict["scratch"] = str(sandbox.scratch)
+        verdict.record(scratch=str(sandbox.scratch))
     containment.kill_tree(None)
     left = sandbox.leftovers()  # after every kill: none, or the verdict says so and is never stored
     sandbox.cleanup(keep=keep)
     if left:
-        verdict["leftover_processes"] = len(left)
-        add_flag(verdict, "processes_outlived", f"{len(left)} process(es) the candidate started were still "
-                 "alive after the evaluation (the next evaluations' timings may be affected)")
-        finalize(verdict)
-    events.emit({"event": "verdict", "verdict": verdict})
+        verdict.record(leftover_processes=len(left))
+        verdict.add_flag("processes_outlived", f"{len(left)} process(es) the candidate started were still "
+                         "alive after the evaluation (the next evaluations' timings may be affected)")
+    events.emit({"event": "verdict", "verdict": verdict.finalize_job(job)})
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

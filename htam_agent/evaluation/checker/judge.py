@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..common import observe
-from ..common.verdict import add_flag
+from ..common.verdict import VerdictBuilder
 from . import correctness
 
 SABOTAGE_WHY = {
@@ -170,25 +170,24 @@ class WallClock:
                         "work must finish inside forward (join threads, synchronize side streams)"))
         return out
 
-    def judge(self, verdict: dict[str, Any], device_type: str,
+    def judge(self, verdict: VerdictBuilder, device_type: str,
               findings: list[tuple[str, str]] | None = None) -> None:
         """Record the clock's figures and flag the findings: this clock's own, or those the caller kept
         (the ones that recurred in a second timing). A reported call longer than the checker's request
         around it needs no second look: no load makes it happen."""
         if not self.walls or not self.reported:
             return
-        verdict["wall_clock"] = self.record()
-        seen = {f["name"] for f in verdict["flags"]}
+        verdict.record(wall_clock=self.record())
         bad = self.impossible()
-        if bad and "clock_below_reported" not in seen:
+        if bad and not verdict.has_flag("clock_below_reported"):
             i = bad[0]
-            add_flag(verdict, "clock_below_reported",
+            verdict.add_flag("clock_below_reported",
                      f"timed call {i}: the candidate's process reported {self.reported[i]:.4f} ms, but the checker's "
                      f"own clock saw the whole request take {self.walls[i]:.4f} ms ({len(bad)} such calls): "
                      "replies came out of order or the times were forged")
         for name, reason in self.findings(device_type) if findings is None else findings:
-            if name not in seen:
-                add_flag(verdict, name, reason)
+            if not verdict.has_flag(name):
+                verdict.add_flag(name, reason)
 
 
 # IQR / median above which a timing is re-taken once, and then reported as unreliable (a warning): the
@@ -202,7 +201,7 @@ def unreliable(stats: dict[str, Any], device_type: str) -> bool:
         "cuda" if device_type == "cuda" else "cpu"]
 
 
-def flag_unreliable(verdict: dict[str, Any], what: str, stats: dict[str, Any]) -> None:
-    add_flag(verdict, "timing_unreliable",
+def flag_unreliable(verdict: VerdictBuilder, what: str, stats: dict[str, Any]) -> None:
+    verdict.add_flag("timing_unreliable",
              f"{what}'s timing spread (IQR / median) was {stats['spread_pct']:.0f}% even after re-timing: its "
              "speedups are not solid (a busy machine?)", rejects=False)

@@ -34,7 +34,7 @@ import torch.utils.flop_counter  # noqa: E402, F401
 
 from ..backends import get_backend  # noqa: E402
 from ..common import builder, containment, observe, protocol  # noqa: E402
-from ..common.verdict import add_flag, finalize, new_verdict  # noqa: E402
+from ..common.verdict import VerdictBuilder  # noqa: E402
 from ..tasks import TaskError, load_task_source  # noqa: E402
 from . import correctness, judge, roofline, static, timing  # noqa: E402
 from . import inputs as inp  # noqa: E402
@@ -70,7 +70,7 @@ class Run:
     """One evaluation: the job, the verdict being assembled, and what the phases share."""
 
     job: dict[str, Any]
-    verdict: dict[str, Any]
+    verdict: VerdictBuilder
     events: Events
     sandbox: SandboxClient | None
     backend: Any = None
@@ -115,7 +115,7 @@ class Run:
         self.backend.synchronize()
 
     def rejected(self) -> bool:
-        return any(f["rejects"] for f in self.verdict["flags"])
+        return self.verdict.rejected
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -152,15 +152,16 @@ def finite(values: Any) -> bool:
                if isinstance(t, torch.Tensor) and t.is_floating_point())
 
 
-def forward_failed(v: dict[str, Any], exc: CandidateFailed, where_label: str) -> None:
+def forward_failed(v: VerdictBuilder, exc: CandidateFailed, where_label: str) -> None:
     """Record an exception raised while running the candidate (a Triton compile error counts as compiling)."""
-    v["status"], v["correct"] = exc.kind, False
-    v["error"] = exc.text[-1500:] + (f" ({exc.where})" if exc.where else "")
+    error = exc.text[-1500:] + (f" ({exc.where})" if exc.where else "")
+    v.set_status(exc.kind)
+    v.set_correct(False)
+    v.set_error(error)
     if exc.kind == "compile_error":
-        v["compiled"] = False
-        v["compiler_message"] = exc.text[-8000:]
+        v.set_compile(compiled=False, message=exc.text[-8000:])
     else:
-        v["reason"] = f"{exc.kind.replace('_', ' ')} {where_label}: {v['error'][:400]}"
+        v.set_reason(f"{exc.kind.replace('_', ' ')} {where_label}: {error[:400]}")
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -187,14 +188,14 @@ def run_trials(run: Run, task: Any, ref: Any, slot: str, trials: list[tuple[str,
         changed = inp.changed_inputs(pristine, sb.shared_values(enc))
         ref_out = reference_outputs(run, ref, pristine)
         if not finite(ref_out) and dist != "task":
-            v["trials"].append({"trial": name, "passed": True, "skipped": "reference not finite on these inputs"})
+            v.add_trial({"trial": name, "passed": True, "skipped": "reference not finite on these inputs"})
             sb.ask("release", run.left(), ids=["t1"])
             sb.free(ids, run.left())
             continue
         if k_trial == 0 and slot == "main":
             trivial = correctness.trivial_answers_pass(ref_out)
             if trivial:
-                add_flag(v, "degenerate_task", f"trivial outputs ({', '.join(trivial)}) also pass this task's "
+                v.add_flag("degenerate_task", f"trivial outputs ({', '.join(trivial)}) also pass this task's "
                          "tolerance; its speedups say little", rejects=False)
         res1 = judge.compare(ref_out, out1, facts1, device, prob1)
         del out1
@@ -210,15 +211,15 @@ def run_trials(run: Run, task: Any, ref: Any, slot: str, trials: list[tuple[str,
             del out2
         res = res1 if not res1.passed else res2
         label = name if res.passed or not res1.passed else f"{name} (second call, after the reference)"
-        v["trials"].append(correctness.TrialResult(
+        v.add_trial(correctness.TrialResult(
             label, res.passed, res.check, res.detail, max(res1.max_abs_err or 0, res2.max_abs_err or 0),
             max(res1.max_rel_err or 0, res2.max_rel_err or 0)).as_dict())
         if changed:
-            add_flag(v, "input_mutation", f"the candidate modified input(s) {changed}; inputs are read-only")
+            v.add_flag("input_mutation", f"the candidate modified input(s) {changed}; inputs are read-only")
         if info1.get("aliases_input") is True or info2.get("aliases_input") is True:
-            add_flag(v, "aliased_output", "an output shares memory with an input; return a new tensor")
+            v.add_flag("aliased_output", "an output shares memory with an input; return a new tensor")
         elif info2.get("aliases_earlier"):
-            add_flag(v, "aliased_output", "two calls returned tensors sharing memory (a reused or cached output "
+            v.add_flag("aliased_output", "two calls returned tensors sharing memory (a reused or cached output "
                      "buffer); allocate a new output per call")
         threads_added += sum(int(i.get("threads_added") or 0) for i in (info1, info2))
         run.silent_calls += [name for i in (info1, info2) if i and i.get("launches") == 0]
@@ -227,12 +228,12 @@ def run_trials(run: Run, task: Any, ref: Any, slot: str, trials: list[tuple[str,
         del ref_out, pristine
         free_cached(run)
         if not res.passed:
-            v["failed_check"] = res.check
+            v.fail_check(res.check)
             return False
     if threads_added > 0:
         # A warning only: an idle pool whose work is awaited inside forward() is honest; work finishing
         # after forward() returns is caught by the output checks (values, timed outputs, sabotage).
-        add_flag(v, "background_thread", f"the candidate left {threads_added} Python thread(s) running after "
+        v.add_flag("background_thread", f"the candidate left {threads_added} Python thread(s) running after "
                  "forward(); all work must finish inside forward()", rejects=False)
     return True
 
@@ -253,9 +254,9 @@ def check_repeats(run: Run, repeats: int = 8) -> bool:
         sb.ask("release", run.left(), ids=["r"])
         sb.free(ids, run.left())
         if not res.passed:
-            v["trials"].append({"trial": f"repeat {k + 1} of the same inputs", "passed": False,
-                                "failed_check": res.check, "detail": res.detail})
-            v["failed_check"] = f"repeat:{res.check}"
+            v.add_trial({"trial": f"repeat {k + 1} of the same inputs", "passed": False,
+                         "failed_check": res.check, "detail": res.detail})
+            v.fail_check(f"repeat:{res.check}")
             return False
         flat = [t for t in observe.flatten_outputs(out) if isinstance(t, torch.Tensor)]
         if first is None:
@@ -263,9 +264,9 @@ def check_repeats(run: Run, repeats: int = 8) -> bool:
         elif not all(torch.equal(a, b) or (a.is_floating_point() and observe.same(a, b))
                      for a, b in zip(first, flat, strict=True)):
             differ = True
-    v["trials"].append({"trial": f"{repeats} repeats of the same inputs", "passed": True})
+    v.add_trial({"trial": f"{repeats} repeats of the same inputs", "passed": True})
     if differ:
-        add_flag(v, "nondeterministic", "repeated calls on the same inputs gave results that are not bit-"
+        v.add_flag("nondeterministic", "repeated calls on the same inputs gave results that are not bit-"
                  "identical (fine for atomics; a sign of reading uninitialised memory otherwise)", rejects=False)
     return True
 
@@ -446,11 +447,10 @@ def phase_static(run: Run) -> bool:
     v, source = run.verdict, run.job["candidate_source"]
     problems = run.backend.static_problems(source)
     if problems:
-        v["status"] = "invalid_candidate"
-        v["reason"] = f"not a valid {run.backend.name} candidate: " + "; ".join(problems)
+        v.set_status("invalid_candidate", f"not a valid {run.backend.name} candidate: " + "; ".join(problems))
         return False
     for name, why in static.static_flags(source):
-        add_flag(v, name, why)
+        v.add_flag(name, why)
     return True
 
 
@@ -479,13 +479,12 @@ def phase_compile(run: Run) -> bool:
     # builds anything else in a private folder inside its scratch, removed with it.
     builds = builder.BuildService(os.path.join(job["build_root"], "shared"))
     sb.on_event["build"] = lambda msg: builds.handle(msg.body, run.deadline)
-    v["builds"] = builds.facts  # name, key, cache (hit, built, private, failed), seconds: filled as they happen
+    v.record(builds=builds.facts)  # name, key, cache (hit, built, private, failed), seconds: filled as they happen
     build_root = os.path.join(str(sb.scratch), "build")
     reply = sb.ask("prepare", run.left(), backend=job["backend"], build_root=build_root, threads=job.get("threads"),
                    fast_build=job.get("fast_build", True), device_index=job.get("device_index", 0), probe=True,
                    landlock=job.get("landlock", True), inductor_dir=_baseline_inductor_dir(run))
-    v["sandbox"] = {"user": sb.user_text,
-                    "confinement": str(reply.get("confinement"))[:300]}
+    v.record(sandbox={"user": sb.user_text, "confinement": str(reply.get("confinement"))[:300]})
     run.ref, init = build_reference(run.task, run.device)
     timed = job["mode"] in ("evaluate", "baseline") and job.get("timing", True)
     run.calibration = calibrate(run) if timed else []  # before any code but ours runs in the sandbox
@@ -499,25 +498,22 @@ def phase_compile(run: Run) -> bool:
         if job["mode"] in ("evaluate", "baseline"):
             build_candidate(run, "main", run.ref, init)
     except CandidateFailed as exc:
-        v["compile_seconds"] = round(time.perf_counter() - t0, 3)
+        v.set_compile(seconds=round(time.perf_counter() - t0, 3))
         if builds.environment_failure:  # the evaluator's build failed, not the candidate's source
-            v["status"] = "error"
-            v["reason"] = f"evaluator error while building: {builds.environment_failure[:300]}"
-            v["compiler_message"] = exc.text[-8000:]
+            v.set_status("error", f"evaluator error while building: {builds.environment_failure[:300]}")
+            v.set_compile(message=exc.text[-8000:])
         elif exc.kind == "out_of_memory":
-            v["status"] = "out_of_memory"
-            v["reason"] = f"out of memory while loading the candidate: {exc.text[:300]}"
+            v.set_status("out_of_memory", f"out of memory while loading the candidate: {exc.text[:300]}")
         else:
-            v["status"] = "compile_error"
-            v["compiler_message"] = exc.text[-8000:]
-            if exc.where and "Error building extension" not in exc.text:
-                v["compiler_message"] += f"\n({exc.where})"
+            v.set_status("compile_error")
+            where = f"\n({exc.where})" if exc.where and "Error building extension" not in exc.text else ""
+            v.set_compile(message=exc.text[-8000:] + where)
         return False
-    v["compiled"] = True
-    v["compile_seconds"] = round(time.perf_counter() - t0, 3)
-    v["build_seconds"] = round(sum(b.get("seconds", 0.0) for b in builds.facts), 3)
+    v.set_compile(compiled=True, seconds=round(time.perf_counter() - t0, 3))
+    v.record(build_seconds=round(sum(b.get("seconds", 0.0) for b in builds.facts), 3))
     if job["mode"] == "compile":
-        v["status"], v["reason"], v["correct"] = "accepted", "compiled", None
+        v.set_status("accepted", "compiled")
+        v.set_correct(None)
         return False
     return check_tampering(run)
 
@@ -525,9 +521,8 @@ def phase_compile(run: Run) -> bool:
 def check_tampering(run: Run) -> bool:
     changed = run.sb.ask("tamper", run.left()).get("changed") or []
     if changed:
-        add_flag(run.verdict, "timer_tampering",
-                 f"the candidate replaced trusted functions: {', '.join(str(c) for c in changed[:5])}")
-        run.verdict["status"], run.verdict["correct"], run.verdict["failed_check"] = "rejected", False, "timer_tampering"
+        run.verdict.reject("timer_tampering",
+                           f"the candidate replaced trusted functions: {', '.join(str(c) for c in changed[:5])}")
         return False
     return True
 
@@ -547,7 +542,7 @@ def phase_first_call(run: Run) -> bool:
 
 def phase_trials(run: Run) -> bool:
     v = run.verdict
-    v["tier"] = run.tier
+    v.record(tier=run.tier)
     run.enter("verify")
     try:
         ok = run_trials(run, run.task, run.ref, "main", inp.trial_plan(run.job.get("trials", 5), run.tier))
@@ -556,8 +551,8 @@ def phase_trials(run: Run) -> bool:
     except CandidateFailed as exc:
         forward_failed(v, exc, "in forward")
         return False
-    v["correct"] = ok
-    v["status"] = "accepted" if ok else "incorrect"
+    v.set_correct(ok)
+    v.set_status("accepted" if ok else "incorrect")
     return ok
 
 
@@ -567,16 +562,17 @@ def phase_evidence(run: Run) -> bool:
         return False
     probe = run.sb.ask("probe", run.left())
     calls = probe.get("calls") if isinstance(probe.get("calls"), dict) else {}
-    run.verdict["kernel_launches"] = {str(k): int(n) for k, n in calls.items() if isinstance(n, int)}
-    run.launches = sum(run.verdict["kernel_launches"].values())
+    launches = {str(k): int(n) for k, n in calls.items() if isinstance(n, int)}
+    run.verdict.record(kernel_launches=launches)
+    run.launches = sum(launches.values())
     if not run.checks:
         return True
     if run.launches == 0:
-        add_flag(run.verdict, "no_kernel_launched",
+        run.verdict.add_flag("no_kernel_launched",
                  f"forward never launched a {run.backend.name} kernel of its own (no call into its compiled "
                  "extension, NVRTC kernel or Triton kernel); the computation must run in the candidate's kernel")
     elif run.silent_calls:  # instrumentation covers every compared call, not only the instrumented ones
-        add_flag(run.verdict, "no_kernel_launched",
+        run.verdict.add_flag("no_kernel_launched",
                  f"forward launched no {run.backend.name} kernel of its own in {len(run.silent_calls)} compared "
                  f"call(s) ({', '.join(run.silent_calls[:3])}) while it did in others: every call must compute "
                  "with the candidate's kernel, not only the calls it can tell are inspected")
@@ -588,10 +584,11 @@ def phase_evidence(run: Run) -> bool:
     reply = run.sb.ask("ops", run.left(), slot="main", inputs=enc)
     run.sb.free(ids, run.left())
     cand_ops = {(str(o[0]), str(o[1])) for o in reply.get("ops", []) if isinstance(o, list) and len(o) == 2}
-    run.verdict["aten_ops"] = {"reference": sorted({n for n, _ in ref_ops}), "candidate": sorted({n for n, _ in cand_ops})}
+    run.verdict.record(aten_ops={"reference": sorted({n for n, _ in ref_ops}),
+                                 "candidate": sorted({n for n, _ in cand_ops})})
     if ref_ops and ref_ops <= cand_ops:
         names = ", ".join(sorted({n for n, _ in ref_ops})[:4])
-        add_flag(run.verdict, "reference_ops",
+        run.verdict.add_flag("reference_ops",
                  f"forward runs all of the reference's own PyTorch compute ops on the same shapes ({names}); "
                  "PyTorch may do part of the work, but the candidate's kernel must compute the result")
     return not run.rejected()
@@ -620,45 +617,45 @@ def phase_timing(run: Run) -> bool:
         if judge.unreliable(stats, run.device.type):
             judge.flag_unreliable(run.verdict, "the candidate", stats)
     wall.judge(run.verdict, run.device.type, findings=clock)
-    run.verdict["timing"]["candidate"] = stats
+    run.verdict.set_timing("candidate", stats)
     seen: set[str] = set()
     for flag, detail in problems:
         if flag in seen:
             continue
         seen.add(flag)
         if flag == "timed_output_mismatch":
-            add_flag(run.verdict, flag, f"an output of a timed call was wrong ({detail}); results must not depend "
+            run.verdict.add_flag(flag, f"an output of a timed call was wrong ({detail}); results must not depend "
                      "on call history (timed inputs change a few elements between calls)")
         else:
-            add_flag(run.verdict, flag, f"work continued after forward returned ({detail}); all work must finish "
+            run.verdict.add_flag(flag, f"work continued after forward returned ({detail}); all work must finish "
                      "inside forward (join threads before returning)")
     return run.checks and check_tampering(run)
 
 
 def phase_roofline(run: Run) -> bool:
     v = run.verdict
-    cand_ms = (v["timing"].get("candidate") or {}).get("median_ms")
+    cand_ms = (v.timing("candidate") or {}).get("median_ms")
     if not cand_ms:
         return True
     run.enter("roofline")
     inputs = inp.make_inputs(run.task, run.device, run.seed, "task")
     nbytes, flops = roofline.count(run.ref, inputs)
-    ceil = roofline.ceilings(run.device, v["device"]["name"], run.job["build_root"])
+    ceil = roofline.ceilings(run.device, v.get("device")["name"], run.job["build_root"])
     fp32 = all(t.dtype == torch.float32 for t in inputs if isinstance(t, torch.Tensor) and t.is_floating_point())
     floor, bound = roofline.floor_ms(nbytes, flops, ceil, fp32)
     slack = roofline.SLACK["cuda" if run.device.type == "cuda" else "cpu"]
     if cand_ms < floor * slack or floor > 0.9 * cand_ms:
         # Before accusing, or before the agent stops "at the roofline": were the cached ceilings measured on
         # a busy machine? (a refresh keeps the best of old and new, so ceilings only rise)
-        ceil = roofline.ceilings(run.device, v["device"]["name"], run.job["build_root"], refresh=True)
+        ceil = roofline.ceilings(run.device, v.get("device")["name"], run.job["build_root"], refresh=True)
         floor, bound = roofline.floor_ms(nbytes, flops, ceil, fp32)
     frac = floor / cand_ms if cand_ms > 0 else None
-    v["roofline"] = {"bytes": nbytes, "flops": flops, "floor_ms": round(floor, 6), "bound": bound,
+    v.record(roofline={"bytes": nbytes, "flops": flops, "floor_ms": round(floor, 6), "bound": bound,
                      "fraction": round(frac, 4) if frac is not None else None,
                      "bandwidth_GBps": round(ceil["bandwidth_Bps"] / 1e9, 1),
-                     "fp32_tflops": round(ceil["fp32_flops"] / 1e12, 2)}
+                       "fp32_tflops": round(ceil["fp32_flops"] / 1e12, 2)})
     if frac is not None and cand_ms < floor * slack:
-        add_flag(v, "faster_than_roofline",
+        v.add_flag("faster_than_roofline",
                  f"{cand_ms:.4f} ms is below the {bound} floor of {floor:.4f} ms for {nbytes / 1e6:.1f} MB and "
                  f"{flops / 1e9:.2f} GFLOP on this device: not physically possible, so not believed")
     return True
@@ -693,7 +690,7 @@ def phase_sabotage(run: Run) -> bool:
     try:
         for mode in ("nan", "identity"):
             if mode == "identity" and not identity_sound:
-                add_flag(run.verdict, "sabotage_skipped", "the reference returns its input unchanged on every "
+                run.verdict.add_flag("sabotage_skipped", "the reference returns its input unchanged on every "
                          "input distribution tried, so replacing a kernel by a copy of its input cannot show "
                          "whether it was used (a task-level limit, not the candidate's fault)", rejects=False)
                 continue
@@ -705,7 +702,7 @@ def phase_sabotage(run: Run) -> bool:
             if raised is not None:  # an exception shows nothing: a forward that spots the sabotage can raise
                 if msg is not None:
                     protocol._close_all(msg.fds)
-                add_flag(run.verdict, "kernel_use_not_shown",
+                run.verdict.add_flag("kernel_use_not_shown",
                          f"forward raised ({str(raised)[:120]}) when its kernels' results were "
                          f"{judge.SABOTAGE_DONE[mode]}, so the evaluator could not show that the kernels compute "
                          "the output; a kernel fed such values must still return (NaN in, NaN out), not raise")
@@ -717,7 +714,7 @@ def phase_sabotage(run: Run) -> bool:
             untouched = [] if prob else judge.untouched_outputs(ref_out, out, run.device)
             run.sb.ask("release", run.left(), ids=["sab"], poison=False)
             if untouched:
-                add_flag(run.verdict, "kernel_not_used", f"output {untouched} {judge.SABOTAGE_WHY[mode]}")
+                run.verdict.add_flag("kernel_not_used", f"output {untouched} {judge.SABOTAGE_WHY[mode]}")
                 return False
     finally:
         run.sb.free(ids, run.left())
@@ -742,8 +739,8 @@ def phase_other_init(run: Run) -> bool:
         if not finite(reference_outputs(run, ref, inp.make_inputs(run.task, run.device, run.seed + 9, "task"))):
             raise ValueError("reference not finite")
     except Exception as exc:
-        v["trials"].append({"trial": "other init arguments", "passed": True,
-                            "skipped": f"the reference does not accept them ({type(exc).__name__})"})
+        v.add_trial({"trial": "other init arguments", "passed": True,
+                     "skipped": f"the reference does not accept them ({type(exc).__name__})"})
         return True
     return _variant(run, run.task, ref, init, "init2", "other_init", [("other init arguments (floats x1.37)", "task", 9)],
                     {"init": repr(init)[:200]})
@@ -764,7 +761,7 @@ def phase_other_shape(run: Run) -> bool:
 def _variant(run: Run, task: Any, ref: Any, init: list[Any], slot: str, label: str,
              trials: list[tuple[str, str, int]], tag: dict[str, Any]) -> bool:
     v = run.verdict
-    n_before = len(v["trials"])
+    n_before = v.trial_count()
     try:
         build_candidate(run, slot, ref, init)
         ok = run_trials(run, task, ref, slot, trials, second_calls=0)
@@ -773,11 +770,11 @@ def _variant(run: Run, task: Any, ref: Any, init: list[Any], slot: str, label: s
         return False
     finally:
         run.sb.ask("drop_slot", run.left(), slot=slot)
-    for t in v["trials"][n_before:]:
-        t.update(tag)
+    v.tag_trials(n_before, tag)
     if not ok:
-        v["failed_check"] = f"{label}:{v['failed_check']}"
-        v["correct"], v["status"] = False, "incorrect"
+        v.fail_check(f"{label}:{v.get('failed_check')}")
+        v.set_correct(False)
+        v.set_status("incorrect")
     return ok
 
 
@@ -791,7 +788,7 @@ def evaluate(run: Run) -> None:
     for phase in PHASES:
         if not phase(run):
             break
-    if run.checks and run.verdict["status"] == "accepted":
+    if run.checks and run.verdict.status == "accepted":
         check_tampering(run)
 
 
@@ -801,7 +798,7 @@ def bare(run: Run) -> None:
         if not phase(run):
             return
     probe = run.sb.ask("probe", run.left())
-    run.verdict["kernel_launches"] = probe.get("calls") if isinstance(probe.get("calls"), dict) else {}
+    run.verdict.record(kernel_launches=probe.get("calls") if isinstance(probe.get("calls"), dict) else {})
     phase_timing(run)
 
 
@@ -826,36 +823,36 @@ def baseline(run: Run) -> None:
     same flush, same hand-over of outputs, same clock of record."""
     v, job = run.verdict, run.job
     if not phase_compile(run):
-        v["reason"] = ("evaluator error: the reference could not be loaded for timing: "
-                       f"{(v['reason'] or v['compiler_message'])[:300]}")
-        v["status"] = "error"
+        v.set_status("error", "evaluator error: the reference could not be loaded for timing: "
+                     f"{(v.get('reason') or v.get('compiler_message'))[:300]}")
         return
     run.enter("baseline")
-    v["timing"]["eager"] = _time_slot(run, "eager PyTorch", "main")
+    v.set_timing("eager", _time_slot(run, "eager PyTorch", "main"))
     if "compile" in job.get("baselines", ()):
         run.enter("baseline_compile")
         enc, ids = run.sb.upload(inp.make_inputs(run.task, run.device, run.seed + 100, "task"), run.left())
         try:
             run.sb.ask("compile_slot", run.left(), slot="main", compiled_slot="compiled", inputs=enc)
-            v["timing"]["compile"] = _time_slot(run, "torch.compile", "compiled")
+            v.set_timing("compile", _time_slot(run, "torch.compile", "compiled"))
             run.sb.free(ids, run.left())
         except CandidateFailed as exc:  # torch.compile failing is a fact about the baseline, not an error
-            v["timing"]["compile"] = {"error": exc.text[-500:]}
+            v.set_timing("compile", {"error": exc.text[-500:]})
         except SandboxTimeout:  # the last step: the eager timing stands, the sandbox goes with the job
-            v["timing"]["compile"] = {"error": f"torch.compile took longer than {run.job.get('compile_timeout_s', 600)} s"}
-    v["status"], v["correct"], v["reason"] = "accepted", True, "baseline timings"
+            v.set_timing("compile", {"error": f"torch.compile took longer than {run.job.get('compile_timeout_s', 600)} s"})
+    v.set_status("accepted", "baseline timings")
+    v.set_correct(True)
 
 
 # --------------------------------------------------------------------------------------------------------
 
 
-def run_job(job: dict[str, Any], events: Events, sandbox: SandboxClient | None) -> dict[str, Any]:
-    """Evaluate one job; always returns a verdict (the candidate's failures are verdicts, not exceptions)."""
-    verdict = new_verdict(job.get("task_name", ""), job["backend"])
+def run_job(job: dict[str, Any], events: Events, sandbox: SandboxClient | None) -> VerdictBuilder:
+    """Evaluate one job; always returns its verdict, not yet finalized (the candidate's failures are verdicts,
+    not exceptions): `checker/__main__` adds what it learns after the sandbox is gone, then finalizes once."""
+    verdict = VerdictBuilder(job.get("task_name", ""), job["backend"])
     seed = job.get("seed")
     run = Run(job=job, verdict=verdict, events=events, sandbox=sandbox,
               seed=int(seed) if isinstance(seed, int) else inp.secret_seed())
-    t0 = time.time()
     try:
         torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32 for the reference and the baselines
         torch.backends.cudnn.allow_tf32 = False
@@ -866,11 +863,11 @@ def run_job(job: dict[str, Any], events: Events, sandbox: SandboxClient | None) 
             torch.cuda.set_device(run.device)
         if sandbox is not None:
             sandbox.device_type = run.device.type
-        verdict["device"] = run.backend.device_info()
+        verdict.record(device=run.backend.device_info())
         run.task = load_task_source(job["task_source"], job["task_path"], size=job["size"],
                                     name=job.get("task_name"), check_inputs=False,
                                     derived=job.get("derived_sizes"))
-        verdict["size"] = job["size"]
+        verdict.record(size=job["size"])
         if job["mode"] == "baseline":
             baseline(run)
         elif run.tier == "bare":
@@ -878,35 +875,30 @@ def run_job(job: dict[str, Any], events: Events, sandbox: SandboxClient | None) 
         else:
             evaluate(run)
     except TaskError as exc:
-        verdict["status"], verdict["reason"] = "error", f"task error: {exc}"
+        verdict.set_status("error", f"task error: {exc}")
     except SandboxTimeout:
         what = "compiling" if run.phase in COMPILE_PHASES else f"in phase '{run.phase}'"
-        verdict["status"] = "timeout"
-        verdict["reason"] = (f"timeout: no result {what} within its limit; the candidate's processes were killed "
-                             "(an infinite loop, a deadlock, or a kernel that never finishes?)")
+        verdict.set_status("timeout", f"timeout: no result {what} within its limit; the candidate's processes "
+                           "were killed (an infinite loop, a deadlock, or a kernel that never finishes?)")
     except SandboxDied as exc:
-        verdict["status"] = "crashed"
-        verdict["reason"] = f"crashed: {exc.reason} during '{run.phase}'"
+        verdict.set_status("crashed", f"crashed: {exc.reason} during '{run.phase}'")
         if run.phase in COMPILE_PHASES and sandbox is not None:
-            verdict["compiler_message"] = sandbox.stderr_tail()
+            verdict.set_compile(message=sandbox.stderr_tail())
     except ProtocolViolation as exc:  # the candidate's doing, whatever it computed
-        add_flag(verdict, "protocol_violation", f"{str(exc)[:400]} (during {run.phase})")
-        verdict["status"], verdict["correct"], verdict["failed_check"] = "rejected", False, "protocol_violation"
+        verdict.reject("protocol_violation", f"{str(exc)[:400]} (during {run.phase})")
     except CandidateFailed as exc:
-        verdict["status"] = exc.kind
-        verdict["error"] = exc.text[-1500:]
-        verdict["reason"] = f"{exc.kind.replace('_', ' ')} during {run.phase}: {exc.text[:400]}"
+        verdict.set_status(exc.kind, f"{exc.kind.replace('_', ' ')} during {run.phase}: {exc.text[:400]}")
+        verdict.set_error(exc.text[-1500:])
     except BaseException as exc:  # the checker's own failure: not the candidate's fault
         kind = "out_of_memory" if isinstance(exc, torch.OutOfMemoryError) else "error"
-        verdict["status"] = kind
-        verdict["error"] = traceback.format_exc()[-3000:]
-        verdict["reason"] = f"evaluator error during {run.phase}: {type(exc).__name__}: {str(exc)[:300]}"
-    verdict["phase"] = run.phase
+        verdict.set_status(kind, f"evaluator error during {run.phase}: {type(exc).__name__}: {str(exc)[:300]}")
+        verdict.set_error(traceback.format_exc()[-3000:])
+    verdict.record(phase=run.phase)
     run.enter("done")
-    verdict["phase_seconds"] = run.seconds
-    verdict["wall_seconds"] = round(time.time() - t0, 3)
-    verdict["seed"] = run.seed
-    return finalize(verdict)
+    for name, seconds in run.seconds.items():
+        verdict.time_phase(name, seconds)
+    verdict.record(seed=run.seed)
+    return verdict
 
 
 __all__ = ["PHASES", "Events", "Run", "evaluate", "run_job"]
