@@ -70,7 +70,7 @@ def test_exemplar_cli_rejects_an_unknown_backend_with_the_registry_message():
     import typer
     from typer.testing import CliRunner
 
-    from htam_agent.coder.exemplar_cli import _backends, app
+    from htam_agent.cli.exemplar import _backends, app
 
     assert _backends("all") == list(BACKENDS) and _backends("cpp, cuda") == ["cpp", "cuda"]
     with pytest.raises(typer.BadParameter) as err:

@@ -1,6 +1,6 @@
 """`htam optimize`: one run of the agent with a live progress view, resumable, optionally with a person.
 
-Kept apart from cli.py so `htam --help` stays instant: LangGraph, Chroma and torch load only when the
+Kept apart from main.py so `htam --help` stays instant: LangGraph, Chroma and torch load only when the
 command runs.
 """
 

@@ -9,8 +9,8 @@ import pytest
 from bench_helpers import agent_with_bundled_coder
 from typer.testing import CliRunner
 
-from htam_agent.bench.cli import app
 from htam_agent.bench.driver import BenchConfig, run_bench
+from htam_agent.cli.bench import app
 from htam_agent.context import RunContext
 from htam_agent.run import resources
 from htam_agent.run.result import best_verdict_in

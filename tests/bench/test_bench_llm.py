@@ -11,7 +11,7 @@ import pytest
 from support.fixtures import no_tracing, openai_server  # noqa: F401 - fixtures
 from typer.testing import CliRunner
 
-from htam_agent.bench.cli import app
+from htam_agent.cli.bench import app
 from htam_agent.run import resources
 from htam_agent.tasks import CANDIDATES_DIR
 

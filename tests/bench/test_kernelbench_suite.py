@@ -15,11 +15,11 @@ from support.kernelbench_files import HEAD, RELU, TINY_MLP
 from typer.testing import CliRunner
 
 from htam_agent.bench import driver
-from htam_agent.bench.cli import app
 from htam_agent.bench.comparison_report import write_report
 from htam_agent.bench.driver import BenchConfig, TaskCheck, run_bench
 from htam_agent.bench.records import RecordStore
 from htam_agent.bench.suite import resolve_suite
+from htam_agent.cli.bench import app
 from htam_agent.context import RunContext
 
 GEMM_CHAIN = HEAD + '''class Model(nn.Module):

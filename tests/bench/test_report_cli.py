@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from htam_agent.bench import driver
 from htam_agent.bench import metrics as M
-from htam_agent.bench.cli import app, bench_command
 from htam_agent.bench.comparison_report import write_report
 from htam_agent.bench.driver import BenchConfig, run_bench
+from htam_agent.cli.bench import app, bench_command
 from htam_agent.context import RunContext
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -11,9 +11,9 @@ import pytest
 from exemplar_helpers import COVERED, backends_for, task_source
 from typer.testing import CliRunner
 
+from htam_agent.cli.exemplar import app
 from htam_agent.coder.exemplar import enumerate_candidates
 from htam_agent.coder.exemplar.common import parse_header
-from htam_agent.coder.exemplar_cli import app
 from htam_agent.evaluation.backends import detect_backend, get_backend
 
 

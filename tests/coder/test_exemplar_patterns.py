@@ -106,7 +106,7 @@ def test_constant_derived_from_init_args_is_refused_not_baked():
 
 def test_import_is_cheap():
     """Importing the coder, its CLI and the coder class must not import torch (only tracing a task does)."""
-    code = ("import sys, htam_agent.coder.exemplar as e, htam_agent.coder.exemplar_cli; "
+    code = ("import sys, htam_agent.coder.exemplar as e, htam_agent.cli.exemplar; "
             "e.ExemplarCoder, e.enumerate_candidates; print('torch' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.strip() == "False", proc.stderr

@@ -7,7 +7,7 @@ import json
 from memory_helpers import fail, gain, state
 from typer.testing import CliRunner
 
-from htam_agent.memory.cli import app
+from htam_agent.cli.memory import app
 from htam_agent.memory.config import MemoryConfig
 from htam_agent.memory.htam import HTAMemory
 

@@ -163,7 +163,7 @@ def test_learned_strategy_versions_from_two_hosts_newest_wins(tmp_path, chroma_s
 def test_memory_show_reports_the_server_and_what_waits(tmp_path, chroma_server):
     from typer.testing import CliRunner
 
-    from htam_agent.memory.cli import app
+    from htam_agent.cli.memory import app
 
     prefix = f"t{uuid.uuid4().hex[:10]}"
     with _host(tmp_path, "a", chroma_server, prefix) as a:

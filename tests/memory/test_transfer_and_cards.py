@@ -15,7 +15,7 @@ from conftest import subprocess_env
 from memory_helpers import fail, gain
 from typer.testing import CliRunner
 
-from htam_agent.memory.cli import app
+from htam_agent.cli.memory import app
 from htam_agent.memory.config import MemoryConfig
 from htam_agent.memory.htam import HTAMemory
 from htam_agent.memory.schema import Attempt, MemoryState, Outcome, StateKey, TaskMemory

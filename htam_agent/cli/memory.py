@@ -1,6 +1,6 @@
 """`htam memory ...`: look at, draw, export, import and reset the memory.
 
-A typer app named ``app``; the main CLI mounts it with ``app.add_typer(memory.cli.app, name="memory")``.
+A typer app named ``app``; `cli/main.py` mounts it as `htam memory`. What it drives lives in `htam_agent/memory/`.
 Only `import`/`export`/`show`/`graph` touch SQLite and the seed files; none loads the embedding model, except
 `reset`, which also empties the Chroma collections.
 """
@@ -15,10 +15,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .config import MemoryConfig
-from .io import MemoryFormatError
-from .schema import BACKENDS, OP_CLASSES, EdgeStats
-from .transitions import MemoryStoreError
+from htam_agent.memory.config import MemoryConfig
+from htam_agent.memory.io import MemoryFormatError
+from htam_agent.memory.schema import BACKENDS, OP_CLASSES, EdgeStats
+from htam_agent.memory.transitions import MemoryStoreError
 
 app = typer.Typer(name="memory", help="Inspect and manage the HTAM memory (directions, transitions, strategies).",
                   no_args_is_help=True, add_completion=False)
@@ -42,7 +42,7 @@ def _options(
 
 
 def _open(ctx: typer.Context):  # noqa: ANN202 - returns HTAMemory (imported lazily)
-    from .htam import HTAMemory
+    from htam_agent.memory.htam import HTAMemory
 
     cfg = (ctx.obj or {}).get("memory_config") or MemoryConfig.from_env()
     try:
@@ -141,7 +141,7 @@ def _learned_table(mem, backend: str | None, direction: str | None, op_class: st
                    limit: int) -> None:
     """Strategy cards learned from accepted kernels, newest first, with the evidence they were learned from and
     how they fared since (uses in later steps)."""
-    from .stats import key_mask
+    from htam_agent.memory.stats import key_mask
 
     cards = [c for c in mem.learned_cards()
              if (not direction or c.direction == direction) and (not backend or backend in c.applicability.backends)
@@ -176,7 +176,7 @@ def graph(
     """Draw the transition graph with edge weights."""
     _check_choice(backend, BACKENDS, "backend")
     _check_choice(op_class, OP_CLASSES, "operator class")
-    from .htg_drawing import draw_htg
+    from htam_agent.memory.htg_drawing import draw_htg
 
     mem = _open(ctx)
     try:
@@ -222,8 +222,8 @@ def reset(ctx: typer.Context,
 
     An unreadable memory database is set aside (renamed, never deleted) and a new one started.
     """
-    from .htam import HTAMemory
-    from .transitions import set_aside
+    from htam_agent.memory.htam import HTAMemory
+    from htam_agent.memory.transitions import set_aside
 
     cfg = (ctx.obj or {}).get("memory_config") or MemoryConfig.from_env()
     try:

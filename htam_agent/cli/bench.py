@@ -1,7 +1,7 @@
 """`htam bench SUITE ...`: run methods on a suite at equal evaluation budget, then write the report.
 
-Mount in htam_agent/cli/main.py with ``app.command("bench")(bench_command)``; ``app`` here is the same command as a
-one-command typer app (``python -m htam_agent.bench.cli`` runs it alone).
+`cli/main.py` mounts `bench_command` as `htam bench`; `app` is the same command as a one-command typer app, for
+tests that invoke it without the rest of `htam`. What it drives lives in `htam_agent/bench/`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _fail(msg: str) -> typer.Exit:
 
 
 def _suite_slug(suite: str) -> str:
-    from .suite import BUNDLED
+    from htam_agent.bench.suite import BUNDLED
 
     name = "bundled" if suite in BUNDLED else (Path(suite).expanduser().resolve().name or "suite")
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
@@ -80,10 +80,9 @@ def bench_command(
     rerun skips finished runs, so a killed bench continues and an added method reuses the others), the report
     to OUT/report/ (report.md, report.html, results.json, plots).
     """
+    from htam_agent.bench.methods import METHODS, MethodError, get_methods, max_evaluations
+    from htam_agent.bench.suite import SuiteError, resolve_suite
     from htam_agent.context import ConfigError, RunContext
-
-    from .methods import METHODS, MethodError, get_methods, max_evaluations
-    from .suite import SuiteError, resolve_suite
 
     if list_methods:
         for m in METHODS.values():
@@ -120,8 +119,8 @@ def bench_command(
     if check_only:
         raise typer.Exit(_check_tasks(tasks, base.backend, base.size))
 
-    from .driver import BenchConfig, plan
-    from .records import RecordStore
+    from htam_agent.bench.driver import BenchConfig, plan
+    from htam_agent.bench.records import RecordStore
 
     coder_name = base.model if base.coder_kind == "llm" else "exemplar"
     bench_dir = out or Path("htam-bench") / f"{_suite_slug(suite)}-{base.backend}-{re.sub(r'[^A-Za-z0-9._-]+', '_', coder_name)}"
@@ -154,7 +153,7 @@ def bench_command(
                    f"budget {budget} evaluations per task, folder {config.bench_dir}", err=True)
         try:
             if ray:
-                from .ray_driver import run_bench_ray
+                from htam_agent.bench.ray_driver import run_bench_ray
 
                 if not base.chroma_url and ray != "local":
                     typer.echo("note: without --chroma-url each Ray host keeps what the methods learn in its own "
@@ -162,7 +161,7 @@ def bench_command(
 
                 outcome = run_bench_ray(config, ray, units=units)
             else:
-                from .driver import run_bench
+                from htam_agent.bench.driver import run_bench
 
                 outcome = run_bench(config, units=units)
         except KeyboardInterrupt:
@@ -176,7 +175,7 @@ def bench_command(
     if report_only and not records:
         raise _fail(f"{config.bench_dir}: no records for this selection; run the bench first")
     if not no_report and records:
-        from .comparison_report import write_report
+        from htam_agent.bench.comparison_report import write_report
 
         notes = []
         if "one-shot" in config.methods:
@@ -201,7 +200,7 @@ def _check_tasks(tasks: list, backend: str, size: str | None) -> int:
     """`--check`: one line per task (ok, with a note, or why it cannot load); 1 if any cannot load."""
     import time
 
-    from .driver import TaskCheck
+    from htam_agent.bench.driver import TaskCheck
 
     check = TaskCheck(backend, size)
     bad = 0
@@ -215,10 +214,3 @@ def _check_tasks(tasks: list, backend: str, size: str | None) -> int:
                f"{time.time() - t0:.1f} s)", err=True)
     return 1 if bad else 0
 
-
-def main() -> None:
-    app()
-
-
-if __name__ == "__main__":
-    main()

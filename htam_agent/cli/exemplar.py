@@ -20,7 +20,7 @@ app = typer.Typer(help="Offline exemplar candidates (no LLM): list and write the
                   no_args_is_help=True)
 
 def _task_path(task: str) -> Path:
-    from ..tasks import SUITE_DIR
+    from htam_agent.tasks import SUITE_DIR
 
     p = Path(task)
     if p.is_file():
@@ -50,9 +50,9 @@ def list_cmd(
     backend: Annotated[str, typer.Option(help=f"{choices()}, a comma list, or all")] = "all",
 ) -> None:
     """Print the task's recognised family and every candidate variant with its knobs."""
-    from .base import UnsupportedTask
-    from .exemplar.coder import describe
-    from .exemplar.enumerate import enumerate_candidates
+    from htam_agent.coder.base import UnsupportedTask
+    from htam_agent.coder.exemplar.coder import describe
+    from htam_agent.coder.exemplar.enumerate import enumerate_candidates
 
     path = _task_path(task)
     source = path.read_text()
@@ -75,9 +75,9 @@ def write_cmd(
     suite: Annotated[bool, typer.Option("--suite", help="every bundled suite task (unsupported ones skipped)")] = False,
 ) -> None:
     """Write every candidate file plus manifest.jsonl and pairs.json, ready for the evaluator's batch."""
-    from ..tasks import suite_files
-    from .base import UnsupportedTask
-    from .exemplar.enumerate import enumerate_candidates
+    from htam_agent.coder.base import UnsupportedTask
+    from htam_agent.coder.exemplar.enumerate import enumerate_candidates
+    from htam_agent.tasks import suite_files
 
     paths = [_task_path(t) for t in tasks or []] + (suite_files() if suite else [])
     if not paths:
