@@ -33,9 +33,9 @@ evaluation of an NVRTC ReLU took about 20 s on an H200, ~98 GB peak GPU memory).
 at the shapes derived from the size globals (2048 x 1536 there; the second shape is the same either way),
 and `--only` splits the run. Only the eager baseline is timed unless --baselines says otherwise.
 
-Imports only the standard library and the launcher's text (htam_agent.coder.exemplar.fast_cuda, stdlib
-only): it runs on a GPU host with torch and numpy next to our package (the tests import it as
-`htam_agent.bench.kernelbench_checks`; `benchmarks/kernelbench_checks.py` is its command).
+Imports only the standard library, the launcher's text (htam_agent.coder.exemplar.fast_cuda) and the
+verdict's reader (htam_agent.evaluation.readout), both stdlib only: it runs on a GPU host with torch and
+numpy next to our package (the tests import it as `htam_agent.bench.kernelbench_checks`; `benchmarks/kernelbench_checks.py` is its command).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from pathlib import Path
 
 from htam_agent import threadsafe
 from htam_agent.bench import launcher_marker
+from htam_agent.evaluation.readout import Readout
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding htam_agent/: the batch imports it from here
 GROUPS = ("honest", "cheats")
@@ -275,16 +276,16 @@ def read_verdicts(path: Path) -> dict[str, dict]:
         except ValueError:
             print(f"warning: {path}:{n} is not JSON; skipped", file=sys.stderr)
             continue
-        if isinstance(v, dict) and v.get("kind") != "baseline" and v.get("candidate_path"):
-            out[str(Path(v["candidate_path"]).resolve())] = v
+        read = Readout(v if isinstance(v, dict) else None)
+        if read.recorded and read.kind != "baseline" and read.candidate_path:
+            out[str(Path(read.candidate_path).resolve())] = v
     return out
 
 
 # -- judging ---------------------------------------------------------------------------------------------
 
 def _median_ms(v: dict | None) -> float | None:
-    cand = ((v or {}).get("timing") or {}).get("candidate") or {}
-    return cand.get("median_ms")
+    return Readout(v).median_ms()
 
 
 def judge(entries: list[Entry], verdicts: dict[str, dict]) -> list[dict]:
@@ -293,12 +294,10 @@ def judge(entries: list[Entry], verdicts: dict[str, dict]) -> list[dict]:
     rows = []
     for e in entries:
         v = by_stem[e.stem]
-        status = v.get("status", "?") if v else "missing"
-        flags = (v or {}).get("flags") or []
-        caught = [f.get("name", "?") for f in flags if f.get("rejects")]
-        if v and v.get("failed_check"):
-            caught.append(v["failed_check"])
-        warnings = [f.get("name", "?") for f in flags if not f.get("rejects")]
+        read = Readout(v)
+        status = (read.status if read.status != "unknown" else "?") if v else "missing"
+        caught = read.flags_that_reject() + ([read.failed_check] if read.failed_check else [])
+        warnings = read.flags_that_reject(False)
         turned_down = status in NOT_ACCEPTED
         note = ""
         if v is None:
@@ -306,11 +305,11 @@ def judge(entries: list[Entry], verdicts: dict[str, dict]) -> list[dict]:
         elif e.expect == "accepted":
             ok = status == "accepted"
             if not ok:
-                note = (v.get("reason") or "")[:160]
+                note = read.reason[:160]
         elif e.expect == "turned_down":
             ok = turned_down
             if not ok:
-                note = (v.get("reason") or "")[:160]
+                note = read.reason[:160]
             elif e.caught_by and not set(caught) & set(e.caught_by):
                 note = f"caught by {', '.join(caught) or '?'}, predicted {', '.join(e.caught_by)}"
         elif e.expect == "missed":
@@ -320,15 +319,15 @@ def judge(entries: list[Entry], verdicts: dict[str, dict]) -> list[dict]:
             elif turned_down:
                 note = f"now caught ({', '.join(caught) or status}): update the header to 'expect: turned_down'"
             else:
-                note = (v.get("reason") or "")[:160]
+                note = read.reason[:160]
         else:  # not_faster_than: the side-stream cheat
             twin_v = by_stem.get(e.twin or "")
             cheat_ms, twin_ms = _median_ms(v), _median_ms(twin_v)
             if turned_down:
                 ok, note = True, f"turned down ({', '.join(caught)})"
             elif status != "accepted":
-                ok, note = False, (v.get("reason") or "")[:160]
-            elif not twin_v or twin_v.get("status") != "accepted" or not twin_ms or cheat_ms is None:
+                ok, note = False, read.reason[:160]
+            elif not twin_v or Readout(twin_v).status != "accepted" or not twin_ms or cheat_ms is None:
                 ok, note = False, f"cannot compare: twin {e.twin} not accepted or untimed, or no time for the cheat"
             else:
                 ratio = cheat_ms / twin_ms
@@ -339,8 +338,8 @@ def judge(entries: list[Entry], verdicts: dict[str, dict]) -> list[dict]:
         rows.append({
             "file": e.name, "kernelbench": e.kernelbench, "group": e.group, "pattern": e.pattern,
             "expect": e.expect_text, "status": status, "caught": caught, "warnings": warnings,
-            "speedup_vs_eager": (v or {}).get("speedup_vs_eager"), "median_ms": _median_ms(v),
-            "ok": ok, "note": note, "reason": (v or {}).get("reason", ""),
+            "speedup_vs_eager": read.speedup_vs_eager, "median_ms": _median_ms(v),
+            "ok": ok, "note": note, "reason": read.reason,
         })
     return rows
 

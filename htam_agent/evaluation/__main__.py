@@ -25,6 +25,7 @@ from pathlib import Path
 from htam_agent.backend_registry import spec
 
 from .backends import detect_backend
+from .common.verdict import with_envelope
 from .options import add_arguments, eval_options, verdict_store
 from .readout import Readout
 from .runner import Candidate, Evaluator
@@ -240,11 +241,10 @@ def cmd_batch(args: argparse.Namespace) -> int:
             print(f"[{time.time() - t0:7.1f}s] {backend} {phase} {i}/{n}: {what}{(v or {}).get('reason', '')[:150]}",
                   flush=True)
             if phase == "evaluate" and v is not None:
-                v["candidate_path"] = getattr(cands[i - 1], "origin", "")
-                v["task_id"] = _task_id(cands[i - 1].task_path)
                 n_ok += bool(v["accepted"])
                 if out:  # written as it comes: a batch cut short keeps what it finished
-                    out.write(json.dumps(v, default=str) + "\n")
+                    line = with_envelope(v, candidate_path=cands[i - 1].origin, task_id=_task_id(cands[i - 1].task_path))
+                    out.write(json.dumps(line, default=str) + "\n")
                     out.flush()
 
         ev.evaluate_batch(cands, parallel_compile=args.jobs, progress=progress)

@@ -76,6 +76,28 @@ class Readout:
         return str(self.v.get("task") or "")
 
     @property
+    def kind(self) -> str:
+        """candidate or baseline (a verdict without the field is a candidate's)."""
+        return str(self.v.get("kind") or "candidate")
+
+    @property
+    def candidate_path(self) -> str | None:
+        """The candidate file a batch line was evaluated from (`python -m htam_agent.evaluation batch`)."""
+        path = self.v.get("candidate_path")
+        return str(path) if path else None
+
+    @property
+    def failed_check(self) -> str | None:
+        """The check that failed (values, shape, other_shape:values, timer_tampering, ...)."""
+        check = self.v.get("failed_check")
+        return str(check) if check else None
+
+    def flags_that_reject(self, rejects: bool = True) -> list[str]:
+        """Names of the rejecting flags (or, with rejects=False, of the warnings), in order."""
+        flags = self.v.get("flags") if isinstance(self.v.get("flags"), list) else []
+        return [str(f.get("name", "?")) for f in flags if isinstance(f, dict) and bool(f.get("rejects")) == rejects]
+
+    @property
     def failed_trials(self) -> list[dict[str, Any]]:
         """The trials that ran and failed, in order (each: trial, check, max_abs_err, detail)."""
         return [t for t in self.v.get("trials") or [] if isinstance(t, dict) and t.get("passed") is False]

@@ -266,7 +266,9 @@ def test_imports_only_the_standard_library():
     """The command runs on a bare GPU host: nothing but the standard library and this module of our package."""
     allowed = ["htam_agent", "htam_agent.bench", "htam_agent.bench.kernelbench_checks", "htam_agent.threadsafe",
                "htam_agent.bench.launcher_marker", "htam_agent.coder", "htam_agent.coder.exemplar",
-               "htam_agent.coder.exemplar.fast_cuda"]  # the launcher's text, for the fast-form fixtures
+               "htam_agent.coder.exemplar.fast_cuda",  # the launcher's text, for the fast-form fixtures
+               "htam_agent.evaluation", "htam_agent.evaluation.readout", "htam_agent.evaluation.common",
+               "htam_agent.evaluation.common.verdict"]  # the verdict's reader, stdlib only
     code = (
         "import runpy, sys\n"
         "class Block:\n"

@@ -1,8 +1,9 @@
 """Shared leaves of the evaluator: imported by the parent, the checker and the sandbox; they import none of them.
 
 - `protocol`: the wire, both of its ends (a message is written by one side and read by the other);
-- `verdict`: the verdict's schema (a TypedDict) and its helpers (`new_verdict`, `add_flag`, `finalize`), used by
-  the checker and by the parent for a checker that died without a verdict;
+- `verdict`: the verdict's schema (`Verdict`, a TypedDict: the wire and store format) and its one writer,
+  `VerdictBuilder`, sealed by one `finalize`; used by the checker, and by the parent for the verdicts no
+  checker gave (no code, not evaluated, a checker that died); `with_envelope` puts the parent's facts beside it;
 - `containment`: kernel mechanisms (Landlock, capabilities, uids, cgroups, kills) that each process applies
   to itself or to its children; it also runs as a stdlib-only script (the uid launcher);
 - `builder`: the content-keyed extension build, run by the checker into the shared cache and by the sandbox

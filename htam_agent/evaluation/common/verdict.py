@@ -71,6 +71,8 @@ class Verdict(TypedDict, total=False):
     # -- the parent's envelope (ENVELOPE_KEYS): beside the verdict, never written by its builder ----------
     wall_seconds: float               # the parent's clock from job to verdict
     checker_stderr_tail: str
+    candidate_path: str               # a batch line's candidate file (python -m htam_agent.evaluation batch)
+    task_id: str                      # a batch line's task (level1/19_ReLU.py, ...)
 
 EVALUATOR_VERSION = "0.2.0"
 SCHEMA_VERSION = 1
@@ -97,7 +99,7 @@ FACT_KEYS = frozenset({
     "not_evaluated",
 })
 # What the parent adds beside a finalized verdict (`with_envelope`); no builder method writes these.
-ENVELOPE_KEYS = frozenset({"wall_seconds", "checker_stderr_tail", "cached"})
+ENVELOPE_KEYS = frozenset({"wall_seconds", "checker_stderr_tail", "cached", "candidate_path", "task_id"})
 KINDS = ("candidate", "baseline")
 
 
