@@ -190,7 +190,7 @@ def test_timing_and_eager_baseline_are_reported(build_root, relu_task, tmp_path)
     assert v["status"] == "accepted", v["reason"]
     cand, eager = v["timing"]["candidate"], v["timing"]["eager"]
     assert cand["reps"] >= 5 and cand["median_ms"] > 0 and eager["median_ms"] > 0
-    # the verdict keeps 4 decimals (runner._attach_baseline): half a unit of the last one is the tolerance that a
+    # the verdict keeps 4 decimals (VerdictBuilder.attach_baseline): half a unit of the last one is the tolerance that a
     # slow candidate's small ratio needs (0.0324 for 0.032355, seen in CI), 1e-3 relative the one a large one does
     assert v["speedup_vs_eager"] == pytest.approx(eager["median_ms"] / cand["median_ms"], rel=1e-3, abs=5e-5)
     # A steady timing is replayed from the store; one a busy machine made unreliable is measured again.

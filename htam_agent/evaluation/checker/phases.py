@@ -196,7 +196,7 @@ def run_trials(run: Run, task: Any, ref: Any, slot: str, trials: list[tuple[str,
             trivial = correctness.trivial_answers_pass(ref_out)
             if trivial:
                 v.add_flag("degenerate_task", f"trivial outputs ({', '.join(trivial)}) also pass this task's "
-                         "tolerance; its speedups say little", rejects=False)
+                           "tolerance; its speedups say little", rejects=False)
         res1 = judge.compare(ref_out, out1, facts1, device, prob1)
         del out1
         info2: dict[str, Any] = {}
@@ -220,7 +220,7 @@ def run_trials(run: Run, task: Any, ref: Any, slot: str, trials: list[tuple[str,
             v.add_flag("aliased_output", "an output shares memory with an input; return a new tensor")
         elif info2.get("aliases_earlier"):
             v.add_flag("aliased_output", "two calls returned tensors sharing memory (a reused or cached output "
-                     "buffer); allocate a new output per call")
+                       "buffer); allocate a new output per call")
         threads_added += sum(int(i.get("threads_added") or 0) for i in (info1, info2))
         run.silent_calls += [name for i in (info1, info2) if i and i.get("launches") == 0]
         sb.ask("release", run.left(), ids=["t1", "t2"], poison=run.checks)
@@ -234,7 +234,7 @@ def run_trials(run: Run, task: Any, ref: Any, slot: str, trials: list[tuple[str,
         # A warning only: an idle pool whose work is awaited inside forward() is honest; work finishing
         # after forward() returns is caught by the output checks (values, timed outputs, sabotage).
         v.add_flag("background_thread", f"the candidate left {threads_added} Python thread(s) running after "
-                 "forward(); all work must finish inside forward()", rejects=False)
+                   "forward(); all work must finish inside forward()", rejects=False)
     return True
 
 
@@ -625,10 +625,10 @@ def phase_timing(run: Run) -> bool:
         seen.add(flag)
         if flag == "timed_output_mismatch":
             run.verdict.add_flag(flag, f"an output of a timed call was wrong ({detail}); results must not depend "
-                     "on call history (timed inputs change a few elements between calls)")
+                                 "on call history (timed inputs change a few elements between calls)")
         else:
             run.verdict.add_flag(flag, f"work continued after forward returned ({detail}); all work must finish "
-                     "inside forward (join threads before returning)")
+                                 "inside forward (join threads before returning)")
     return run.checks and check_tampering(run)
 
 
