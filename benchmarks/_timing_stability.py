@@ -38,11 +38,11 @@ def import_candidate(source: str, folder: str):
 def main() -> None:
     build_root = sys.argv[1]
     stem = sys.argv[2] if len(sys.argv) > 2 else "norm_softmax"
-    cand_file = Path(sys.argv[3]) if len(sys.argv) > 3 else sorted((ROOT / "htam_agent/tasks/candidates" / stem).glob("cuda_*.py"))[0]
+    cand_file = Path(sys.argv[3]) if len(sys.argv) > 3 else sorted((ROOT / "htam_agent/bundled_tasks/candidates" / stem).glob("cuda_*.py"))[0]
     backend = get_backend("cuda")
     backend.prepare(build_root, None)
     build_cache.install(build_root)
-    task = load_task(ROOT / "htam_agent/tasks/suite" / f"{stem}.py")
+    task = load_task(ROOT / "htam_agent/bundled_tasks/suite" / f"{stem}.py")
     import tempfile
 
     module = import_candidate(cand_file.read_text(), tempfile.mkdtemp())

@@ -3,7 +3,7 @@
     python benchmarks/anticheat_cost.py --backend cpp  [--repeats 3] [--settle 4] [--out FILE.json]
     python benchmarks/anticheat_cost.py --backend cuda [--repeats 3] [--out FILE.json]   # on the GPU host
 
-Every bundled honest candidate of the backend (htam_agent/tasks/candidates/<task>/<backend>_*.py) is evaluated
+Every bundled honest candidate of the backend (htam_agent/bundled_tasks/candidates/<task>/<backend>_*.py) is evaluated
 with tier `bare` (correctness trials and timing only: what a harness without anti-cheat does) and tier
 `default` (what the agent uses), alternately (bare, default, bare, default, ...) so that drift in machine
 load hits both alike. Builds are made once beforehand and excluded; baselines (eager, torch.compile) are
@@ -30,8 +30,8 @@ from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SUITE = ROOT / "htam_agent" / "tasks" / "suite"
-CANDS = ROOT / "htam_agent" / "tasks" / "candidates"
+SUITE = ROOT / "htam_agent" / "bundled_tasks" / "suite"
+CANDS = ROOT / "htam_agent" / "bundled_tasks" / "candidates"
 
 
 def honest(backend: str, only: str | None) -> list[tuple[str, Candidate]]:

@@ -74,11 +74,11 @@ def first_token(turns: int, workdir: Path) -> list[float]:
 
 
 def verdict_to_page(n: int, workdir: Path) -> list[float]:
+    from htam_agent.bundled_tasks import SUITE_DIR
     from htam_agent.chat.agent import ChatSession
     from htam_agent.chat.runs import RunManager
     from htam_agent.context import RunContext
     from htam_agent.run.artifacts import RunArtifacts
-    from htam_agent.tasks import SUITE_DIR
     from htam_agent.ui.app import serve
     from tests.support.cdp import Chromium
 

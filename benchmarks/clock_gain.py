@@ -25,7 +25,7 @@ from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
 CHEATS = Path(__file__).resolve().parents[1] / "tests" / "cheats"
 NAMES = ["cpp/p19_slow_clock_below_bound.py", "cpp/p19_flush_shadow.py", "cpp/p19_lazy_output_pages.py"]
 TWIN = "honest/h19_leaky_plain.py"
-TASK = Path(__file__).resolve().parents[1] / "htam_agent" / "tasks" / "suite" / "elementwise_leaky_relu.py"
+TASK = Path(__file__).resolve().parents[1] / "htam_agent" / "bundled_tasks" / "suite" / "elementwise_leaky_relu.py"
 
 
 def _source_of():

@@ -45,7 +45,7 @@ from htam_agent.bench.launcher_marker import source_of
 ROOT = Path(__file__).resolve().parents[1]
 FAST = ROOT / "tests" / "cheats" / "kernelbench" / "fast" / "honest" / "l1_19_relu.py"  # launcher expanded
 NVRTC = ROOT / "tests" / "cheats" / "kernelbench" / "honest" / "l1_19_relu.py"
-USUAL = ROOT / "htam_agent" / "tasks" / "candidates" / "elementwise_leaky_relu" / "cuda_vec4.py"
+USUAL = ROOT / "htam_agent" / "bundled_tasks" / "candidates" / "elementwise_leaky_relu" / "cuda_vec4.py"
 
 
 def _stats(xs: list[float], digits: int = 2) -> dict:

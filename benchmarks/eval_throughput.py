@@ -36,8 +36,8 @@ from htam_agent.evaluation.store import VerdictStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SUITE = ROOT / "htam_agent" / "tasks" / "suite"
-CANDS = ROOT / "htam_agent" / "tasks" / "candidates"
+SUITE = ROOT / "htam_agent" / "bundled_tasks" / "suite"
+CANDS = ROOT / "htam_agent" / "bundled_tasks" / "candidates"
 
 
 def bundled(backend: str) -> list[tuple[Path, Path]]:

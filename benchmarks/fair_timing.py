@@ -1,6 +1,6 @@
 """Fair timing: the same computation timed as a candidate and as the eager baseline must get the same time.
 
-    python benchmarks/fair_timing.py [--task htam_agent/tasks/suite/norm_rmsnorm.py] [--backend cpp] [--repeats 5]
+    python benchmarks/fair_timing.py [--task htam_agent/bundled_tasks/suite/norm_rmsnorm.py] [--backend cpp] [--repeats 5]
 
 The candidate is the task's own `Model`, wrapped in a `ModelNew` that also launches one tiny kernel of the
 backend (so it is a valid candidate), evaluated in the `bare` tier (trials and timing only); the eager
@@ -59,7 +59,7 @@ class ModelNew(torch.nn.Module):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--task", default=str(ROOT / "htam_agent/tasks/suite/norm_rmsnorm.py"))
+    ap.add_argument("--task", default=str(ROOT / "htam_agent/bundled_tasks/suite/norm_rmsnorm.py"))
     ap.add_argument("--backend", default="cpp", choices=("cpp", "cuda"))
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--build-root", default=None)

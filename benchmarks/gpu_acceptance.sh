@@ -179,8 +179,8 @@ part_kernelbench_default() {
 
 part_bundled() {
   for b in cuda triton; do
-    step "honest_$b" "${LIMIT_BUNDLED:-300}" "$PY" -m htam_agent.evaluation batch --tasks htam_agent/tasks/suite \
-      --candidates htam_agent/tasks/candidates --backend $b --store "$STORE" --out "$OUT/$PART/honest_$b.jsonl"
+    step "honest_$b" "${LIMIT_BUNDLED:-300}" "$PY" -m htam_agent.evaluation batch --tasks htam_agent/bundled_tasks/suite \
+      --candidates htam_agent/bundled_tasks/candidates --backend $b --store "$STORE" --out "$OUT/$PART/honest_$b.jsonl"
   done
   TAIL=40 step cheats_gpu "${LIMIT_CHEATS:-420}" "$PY" tests/cheats/test_cheats_gpu.py
 }

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from htam_agent.tasks import SUITE_DIR
+from htam_agent.bundled_tasks import SUITE_DIR
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "htam_agent"
 # The one table of layers; docs/architecture.md shows the same.
 LAYERS: dict[str, int] = {
     "backend_registry": 0, "threadsafe": 0,
-    "tasks": 1,
+    "bundled_tasks": 1,
     "evaluation": 2,
     "context": 3, "memory": 3, "state": 3,
     "coder": 4,

@@ -114,8 +114,8 @@ def test_evaluation_backends_are_the_registry():
 
 def test_bundled_candidates_follow_the_registry():
     """Each bundled candidate is named after a backend, passes that backend's static check, and is detected."""
+    from htam_agent.bundled_tasks import CANDIDATES_DIR, candidate_files
     from htam_agent.evaluation.backends import detect_backend, get_backend
-    from htam_agent.tasks import CANDIDATES_DIR, candidate_files
 
     files = sorted(p for p in CANDIDATES_DIR.glob("*/*.py") if not p.name.startswith("_"))
     assert files

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from htam_agent.bundled_tasks import SUITE_DIR
 from htam_agent.coder.exemplar.patterns import recognize
 from htam_agent.nodes.analyze import classify, reference_ops
-from htam_agent.tasks import SUITE_DIR
 
 TASKS = ["fused_gemm_bias_gelu", "norm_softmax", "fused_conv2d_bias_relu", "matmul_batched", "model_mlp"]
 

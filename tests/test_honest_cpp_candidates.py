@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from htam_agent.bundled_tasks import SUITE_DIR, candidate_files
 from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
-from htam_agent.tasks import SUITE_DIR, candidate_files
 
 TASKS = (
     "elementwise_leaky_relu",

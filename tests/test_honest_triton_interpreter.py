@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _candidates() -> list[Path]:
-    from htam_agent.tasks import candidate_files
+    from htam_agent.bundled_tasks import candidate_files
 
     return [p for stem in TASKS for p in candidate_files(stem, "triton")]
 
@@ -41,8 +41,8 @@ def _check(path: Path) -> None:
     """Runs in the subprocess, with TRITON_INTERPRET=1 already in the environment."""
     import torch
 
+    from htam_agent.bundled_tasks import SUITE_DIR
     from htam_agent.evaluation.tasks import load_task
-    from htam_agent.tasks import SUITE_DIR
 
     stem = path.parent.name
     spec = importlib.util.spec_from_file_location(f"htam_triton_cand_{stem}_{path.stem}", path)
@@ -86,7 +86,7 @@ def _check(path: Path) -> None:
 
 
 def test_every_task_has_a_triton_candidate():
-    from htam_agent.tasks import candidate_files
+    from htam_agent.bundled_tasks import candidate_files
 
     for stem in TASKS:
         assert candidate_files(stem, "triton"), f"{stem}: no triton candidate"

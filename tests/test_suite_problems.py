@@ -11,8 +11,8 @@ from collections import Counter
 import pytest
 import torch
 
+from htam_agent.bundled_tasks import suite_files
 from htam_agent.evaluation.tasks import load_task
-from htam_agent.tasks import suite_files
 
 SUITE = suite_files()
 IDS = [p.stem for p in SUITE]

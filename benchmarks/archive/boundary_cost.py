@@ -31,7 +31,7 @@ NEW_ROOT = Path(__file__).resolve().parents[2]
 def driver(root: str, backend: str, build_root: str, repeats: int, settle: float, only: str | None) -> None:
     from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
 
-    cands_dir, suite = Path(root) / "htam_agent/tasks/candidates", Path(root) / "htam_agent/tasks/suite"
+    cands_dir, suite = Path(root) / "htam_agent/bundled_tasks/candidates", Path(root) / "htam_agent/bundled_tasks/suite"
     cands = [(f"{d.name}/{c.stem}", Candidate(task_path=str(suite / f"{d.name}.py"), source=c.read_text(), name=d.name))
              for d in sorted(cands_dir.iterdir()) for c in sorted(d.glob(f"{backend}_*.py"))
              if not only or only in f"{d.name}/{c.stem}"]

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TASK = ROOT / "htam_agent/tasks/suite/fused_gemm_bias_gelu.py"
-CANDIDATE = next(iter(sorted((ROOT / "htam_agent/tasks/candidates/fused_gemm_bias_gelu").glob("cpp_*.py"))), None)
+TASK = ROOT / "htam_agent/bundled_tasks/suite/fused_gemm_bias_gelu.py"
+CANDIDATE = next(iter(sorted((ROOT / "htam_agent/bundled_tasks/candidates/fused_gemm_bias_gelu").glob("cpp_*.py"))), None)
 
 
 def driver(root: str, task: str, candidate: str, runs: int, build_root: str) -> None:

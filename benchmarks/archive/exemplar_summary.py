@@ -21,9 +21,9 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
+from htam_agent.bundled_tasks import SUITE_DIR
 from htam_agent.coder.base import UnsupportedTask
 from htam_agent.coder.exemplar import enumerate_candidates
-from htam_agent.tasks import SUITE_DIR
 
 
 def _gm(xs: list[float]) -> float:

@@ -186,7 +186,7 @@ def main() -> None:
     args = ap.parse_args()
     os.environ["TORCH_CUDA_ARCH_LIST"] = args.arch
     os.environ.setdefault("MAX_JOBS", "1")
-    paths = args.candidates or sorted(p for p in (ROOT / "htam_agent/tasks/candidates").glob("*/cuda_*.py")
+    paths = args.candidates or sorted(p for p in (ROOT / "htam_agent/bundled_tasks/candidates").glob("*/cuda_*.py")
                                       if "load_inline" in p.read_text())
     results = []
     for path in paths:

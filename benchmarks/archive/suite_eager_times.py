@@ -3,7 +3,7 @@
 Run on a GPU host; needs only torch and the standard library (the task files are loaded with importlib,
 not through the htam_agent package):
 
-    python benchmarks/archive/suite_eager_times.py                 # every file in htam_agent/tasks/suite
+    python benchmarks/archive/suite_eager_times.py                 # every file in htam_agent/bundled_tasks/suite
     python benchmarks/archive/suite_eager_times.py conv_conv2d ... # only these task stems
     python benchmarks/archive/suite_eager_times.py --tf32          # allow TF32 in matmul/cuDNN (default: off)
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-SUITE_DIR = Path(__file__).resolve().parents[2] / "htam_agent" / "tasks" / "suite"
+SUITE_DIR = Path(__file__).resolve().parents[2] / "htam_agent" / "bundled_tasks" / "suite"
 TARGET_MS = (2.0, 10.0)
 MAX_GB = 12.0
 

@@ -128,7 +128,7 @@ def resolve_suite(suite: str, levels: str | None = None, task_filter: str | None
     wanted_levels = parse_levels(levels)
     tasks: list[BenchTask] = []
     if suite in BUNDLED:
-        from htam_agent.tasks import SUITE_DIR
+        from htam_agent.bundled_tasks import SUITE_DIR
 
         if wanted_levels:
             raise SuiteError("--levels applies to a KernelBench checkout; the bundled suite has no levels")

@@ -1,7 +1,7 @@
 """`htam exemplar ...`: list and write the offline exemplar candidates of tasks (no LLM needed).
 
 `write` lays files out as OUT/<task stem>/<backend>_exNN_<variant>.py, the layout the evaluator's batch reads
-(`python -m htam_agent.evaluation batch --tasks htam_agent/tasks/suite --candidates OUT --backend cuda`), and
+(`python -m htam_agent.evaluation batch --tasks htam_agent/bundled_tasks/suite --candidates OUT --backend cuda`), and
 also writes OUT/pairs.json for `batch --pairs` and OUT/manifest.jsonl (task, backend, variant, knobs, file).
 """
 
@@ -20,7 +20,7 @@ app = typer.Typer(help="Offline exemplar candidates (no LLM): list and write the
                   no_args_is_help=True)
 
 def _task_path(task: str) -> Path:
-    from htam_agent.tasks import SUITE_DIR
+    from htam_agent.bundled_tasks import SUITE_DIR
 
     p = Path(task)
     if p.is_file():
@@ -75,9 +75,9 @@ def write_cmd(
     suite: Annotated[bool, typer.Option("--suite", help="every bundled suite task (unsupported ones skipped)")] = False,
 ) -> None:
     """Write every candidate file plus manifest.jsonl and pairs.json, ready for the evaluator's batch."""
+    from htam_agent.bundled_tasks import suite_files
     from htam_agent.coder.base import UnsupportedTask
     from htam_agent.coder.exemplar.enumerate import enumerate_candidates
-    from htam_agent.tasks import suite_files
 
     paths = [_task_path(t) for t in tasks or []] + (suite_files() if suite else [])
     if not paths:

@@ -18,7 +18,7 @@ tasks_app = typer.Typer(help="The bundled task suite.", no_args_is_help=True)
 @tasks_app.command("list")
 def tasks_list() -> None:
     """The bundled problems and how many honest candidates each has per backend."""
-    from htam_agent.tasks import candidate_files, suite_files
+    from htam_agent.bundled_tasks import candidate_files, suite_files
 
     for p in suite_files():
         counts = {b: len(candidate_files(p.stem, b)) for b in BACKENDS}

@@ -160,7 +160,7 @@ def _pairs(args: argparse.Namespace) -> list[tuple[str, str]]:
                          "--tasks PATH --candidates DIR (DIR/<task file stem>/<backend>_*.py)")
     files = _task_files(tasks, getattr(args, "levels", None))
     if not cands:
-        from htam_agent.tasks import CANDIDATES_DIR, SUITE_DIR
+        from htam_agent.bundled_tasks import CANDIDATES_DIR, SUITE_DIR
 
         if all(p.parent.resolve() == SUITE_DIR.resolve() for p, _ in files):
             cands = str(CANDIDATES_DIR)  # the bundled suite's own candidates

@@ -10,8 +10,8 @@ import os
 import time
 from pathlib import Path
 
+from htam_agent.bundled_tasks import CANDIDATES_DIR
 from htam_agent.coder.base import CodeProposal, CodeRequest
-from htam_agent.tasks import CANDIDATES_DIR
 
 GOOD_SOFTMAX = (CANDIDATES_DIR / "norm_softmax" / "cpp_omp.py").read_text()
 BROKEN_CPP = GOOD_SOFTMAX.replace("#include <torch/extension.h>", "#include <torch/extension.h>\nthis is not C++;")
@@ -39,6 +39,6 @@ class ScriptedCoder:
 
 
 def softmax_task() -> Path:
-    from htam_agent.tasks import SUITE_DIR
+    from htam_agent.bundled_tasks import SUITE_DIR
 
     return SUITE_DIR / "norm_softmax.py"

@@ -22,8 +22,8 @@ def test_max_evaluations_stops_the_run(agent_env: Path) -> None:
 
 
 def test_unsupported_task_stops_an_offline_run_at_once(agent_env: Path) -> None:
+    from htam_agent.bundled_tasks import SUITE_DIR
     from htam_agent.memory.htam import HTAMemory
-    from htam_agent.tasks import SUITE_DIR
 
     ctx = RunContext.from_env(backend="cpp", steps=4, baselines=(), coder="exemplar")
     result = run_optimization(SUITE_DIR / "attention_sdpa.py", ctx)

@@ -23,8 +23,8 @@ def _build_root() -> str:
 
 
 def evaluating_run_fn(task_path: str, ctx: RunContext, *, run_id: str | None = None) -> RunResult:
+    from htam_agent.bundled_tasks import candidate_files
     from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
-    from htam_agent.tasks import candidate_files
 
     t0 = time.time()
     stem = Path(task_path).stem
@@ -95,8 +95,8 @@ class BundledCoder:
         self.requests = []
 
     def propose(self, request):
+        from htam_agent.bundled_tasks import candidate_files
         from htam_agent.coder.base import CodeProposal
-        from htam_agent.tasks import candidate_files
 
         self.requests.append(request)
         files = candidate_files(request.task_name, "cpp")

@@ -11,9 +11,9 @@ import pytest
 from support.fixtures import no_tracing, openai_server  # noqa: F401 - fixtures
 from typer.testing import CliRunner
 
+from htam_agent.bundled_tasks import CANDIDATES_DIR
 from htam_agent.cli.bench import app
 from htam_agent.run import resources
-from htam_agent.tasks import CANDIDATES_DIR
 
 pytestmark = pytest.mark.slow
 GOOD = (CANDIDATES_DIR / "norm_softmax" / "cpp_omp.py").read_text()

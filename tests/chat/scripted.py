@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from htam_agent.bundled_tasks import CANDIDATES_DIR, SUITE_DIR
 from htam_agent.chat.agent import ChatSession, chat_model_from
 from htam_agent.chat.runs import RunManager
 from htam_agent.context import RunContext
-from htam_agent.tasks import CANDIDATES_DIR, SUITE_DIR
 
 TASK = SUITE_DIR / "norm_rmsnorm.py"
 

@@ -52,7 +52,7 @@ def test_pasted_code_that_is_not_a_task_names_every_missing_piece() -> None:
     assert len(problems) == 3
     assert "forward" in problems[0] and "get_inputs()" in problems[1] and "get_init_inputs()" in problems[2]
     assert task_problems("def f(:\n")[0].startswith("line 1: syntax error")
-    good = (ROOT / "htam_agent" / "tasks" / "suite" / "norm_rmsnorm.py").read_text()
+    good = (ROOT / "htam_agent" / "bundled_tasks" / "suite" / "norm_rmsnorm.py").read_text()
     assert check_task_source(good) is None
     # loads, but its get_inputs fails: the loader's own message comes through
     broken = good.replace("return [torch.randn(BATCH, DIM)]", "return [undefined_name]")
@@ -89,7 +89,7 @@ def test_evaluate_a_candidate_and_explain_its_verdict_without_a_model(chat_env: 
     cand.write_text("import torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def __init__(self, dim, eps=1e-6):\n"
                     "        super().__init__()\n\n    def forward(self, x):\n        return x * 0\n")
     s = _session()
-    task = ROOT / "htam_agent" / "tasks" / "suite" / "norm_rmsnorm.py"
+    task = ROOT / "htam_agent" / "bundled_tasks" / "suite" / "norm_rmsnorm.py"
     (ev,) = _say(s, f"/eval {task} {cand}")
     out = json.loads(ev.text)
     assert out["accepted"] is False and "invalid_candidate" in out["verdict"] and "load_inline" in out["verdict"]

@@ -15,7 +15,7 @@ from pathlib import Path
 from sync_extension import source_of
 
 from htam_agent.bench import kernelbench_checks
-from htam_agent.tasks import SUITE_DIR
+from htam_agent.bundled_tasks import SUITE_DIR
 
 HERE = Path(__file__).resolve().parent
 TASKS_DIR = HERE / "tasks"

@@ -34,8 +34,8 @@ EXPECT = {
 def _run(path: str, task: str) -> dict:
     import torch
 
+    from htam_agent.bundled_tasks import SUITE_DIR
     from htam_agent.evaluation.tasks import load_task
-    from htam_agent.tasks import SUITE_DIR
 
     spec = importlib.util.spec_from_file_location("triton_cheat", path)
     module = importlib.util.module_from_spec(spec)

@@ -47,6 +47,6 @@ def backends_for(stem: str) -> tuple[str, ...]:
 
 
 def task_source(stem: str) -> str:
-    from htam_agent.tasks import SUITE_DIR
+    from htam_agent.bundled_tasks import SUITE_DIR
 
     return (SUITE_DIR / f"{stem}.py").read_text()

@@ -11,11 +11,11 @@ import json
 import pytest
 from exemplar_helpers import task_source
 
+from htam_agent.bundled_tasks import SUITE_DIR
 from htam_agent.coder.base import CodeRequest, StrategyBrief, UnsupportedTask
 from htam_agent.coder.exemplar import ExemplarCoder, enumerate_candidates
 from htam_agent.coder.exemplar.coder import plan
 from htam_agent.coder.exemplar.families import family_module
-from htam_agent.tasks import SUITE_DIR
 
 DIRECTIONS = ["memory_access", "data_reuse", "parallel_mapping", "instruction_throughput", "fusion_restructuring",
               "boundary_correctness", "launch_overhead", "occupancy_tuning"]

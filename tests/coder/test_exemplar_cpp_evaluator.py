@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 from exemplar_helpers import COVERED, task_source
 
+from htam_agent.bundled_tasks import SUITE_DIR
 from htam_agent.coder.exemplar import enumerate_candidates
 from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
-from htam_agent.tasks import SUITE_DIR
 
 EXTRA = [  # (task, knobs the variant must have)
     ("norm_softmax", {"passes": "online", "vec": 8}),

@@ -8,9 +8,9 @@ import sys
 import pytest
 from exemplar_helpers import COVERED, UNSUPPORTED, task_source
 
+from htam_agent.bundled_tasks import suite_files
 from htam_agent.coder.base import UnsupportedTask
 from htam_agent.coder.exemplar.patterns import recognize
-from htam_agent.tasks import suite_files
 
 
 def test_every_suite_task_is_classified():

@@ -37,8 +37,8 @@ CASES = [
 
 
 def _pick(stem: str, want: dict) -> tuple[str, str]:
+    from htam_agent.bundled_tasks import SUITE_DIR
     from htam_agent.coder.exemplar import enumerate_candidates
-    from htam_agent.tasks import SUITE_DIR
 
     for vid, knobs, code in enumerate_candidates((SUITE_DIR / f"{stem}.py").read_text(), "triton", stem):
         if all(knobs.get(k) == v for k, v in want.items()):
@@ -50,8 +50,8 @@ def _check(stem: str, path: Path) -> None:
     """Runs in the subprocess with TRITON_INTERPRET=1."""
     import torch
 
+    from htam_agent.bundled_tasks import SUITE_DIR
     from htam_agent.evaluation.tasks import load_task
-    from htam_agent.tasks import SUITE_DIR
 
     spec = importlib.util.spec_from_file_location(f"htam_ex_triton_{stem}", path)
     module = importlib.util.module_from_spec(spec)

@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 # The KernelBench fast-form fixtures (launcher as a marker line, expanded here as the evaluator is given them;
 # tests/bench/test_launcher_marker.py keeps them equal to to_fast_form's output) and the bundled rewrites.
 FAST_FILES = sorted((REPO / "tests" / "cheats" / "kernelbench" / "fast" / "honest").glob("*.py")) + sorted(
-    (REPO / "htam_agent" / "tasks" / "candidates").glob("*/cuda_fast*.py"))
+    (REPO / "htam_agent" / "bundled_tasks" / "candidates").glob("*/cuda_fast*.py"))
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 
 

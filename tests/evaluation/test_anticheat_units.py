@@ -10,12 +10,12 @@ import pytest
 import torch
 from sandbox_harness import python_candidate_run
 
+from htam_agent.bundled_tasks import SUITE_DIR
 from htam_agent.evaluation.checker import inputs as inp
 from htam_agent.evaluation.checker import phases as checker
 from htam_agent.evaluation.checker import timing
 from htam_agent.evaluation.sandbox import probe as anticheat
 from htam_agent.evaluation.tasks import load_task
-from htam_agent.tasks import SUITE_DIR
 
 PLAN = timing.TimingPlan(target_s=0.02, min_reps=6, max_reps=8, warmup_s=0.0, min_warmup=2)
 

@@ -11,10 +11,10 @@ import json
 import pytest
 from langchain_core.messages import ToolMessage
 
+from htam_agent.bundled_tasks import CANDIDATES_DIR, SUITE_DIR
 from htam_agent.evaluation.gateway import EvaluationGateway, resolve_mode
 from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
 from htam_agent.evaluation.store import VerdictStore
-from htam_agent.tasks import CANDIDATES_DIR, SUITE_DIR
 
 TASK = SUITE_DIR / "norm_softmax.py"
 CODE = (CANDIDATES_DIR / "norm_softmax" / "cuda_online.py").read_text()

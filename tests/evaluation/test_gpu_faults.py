@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
+from htam_agent.bundled_tasks import SUITE_DIR
 from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
-from htam_agent.tasks import SUITE_DIR
 
 pytestmark = pytest.mark.gpu
 TASK = str(SUITE_DIR / "elementwise_leaky_relu.py")

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
+from htam_agent.bundled_tasks import CANDIDATES_DIR, SUITE_DIR
 from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
 from htam_agent.evaluation.store import StoreError, VerdictStore, candidate_key
-from htam_agent.tasks import CANDIDATES_DIR, SUITE_DIR
 
 
 def test_key_changes_with_every_input():

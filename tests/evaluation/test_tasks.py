@@ -117,7 +117,7 @@ def test_folder_loads_in_kernelbench_order_and_gathers_errors(tmp_path):
 
 
 def test_bundled_suite_loads_at_every_size():
-    from htam_agent.tasks import suite_files
+    from htam_agent.bundled_tasks import suite_files
 
     files = suite_files()
     assert len(files) >= 24

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CANDIDATES = ROOT / "htam_agent" / "tasks" / "candidates" / "elementwise_leaky_relu"
-TASK_PATH = ROOT / "htam_agent" / "tasks" / "suite" / "elementwise_leaky_relu.py"
+CANDIDATES = ROOT / "htam_agent" / "bundled_tasks" / "candidates" / "elementwise_leaky_relu"
+TASK_PATH = ROOT / "htam_agent" / "bundled_tasks" / "suite" / "elementwise_leaky_relu.py"
 
 TASK = TASK_PATH.read_text()
 CUDA_NVRTC = (CANDIDATES / "cuda_nvrtc.py").read_text()

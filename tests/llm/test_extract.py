@@ -141,7 +141,7 @@ def test_fences_with_tildes_longer_backticks_and_indentation():
 def test_a_separate_kernel_block_of_the_fast_form_is_merged():
     from pathlib import Path
 
-    fast = (Path(__file__).resolve().parents[2] / "htam_agent" / "tasks" / "candidates" / "reduction_row_sum"
+    fast = (Path(__file__).resolve().parents[2] / "htam_agent" / "bundled_tasks" / "candidates" / "reduction_row_sum"
             / "cuda_fast_warp.py").read_text()
     kernel = fast.split('_SOURCE = r"""')[1].split('"""')[0]
     python = fast.replace('_SOURCE = r"""' + kernel + '"""\n', "")

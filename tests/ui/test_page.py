@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from support.cdp import Chromium
 
+from htam_agent.bundled_tasks import SUITE_DIR
 from htam_agent.chat.agent import ChatSession
 from htam_agent.chat.runs import RunManager
 from htam_agent.context import RunContext
-from htam_agent.tasks import SUITE_DIR
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow, pytest.mark.timeout(1800)]  # two C++ builds, cold on a busy host
 

@@ -20,8 +20,8 @@ done
   timeout $(( $(left) - 170 )) python -m htam_agent.evaluation batch --pairs gpu_batch/final_1.json \
       --store /tmp/htamstore1 --out "$OUT/exemplar_cuda_1.jsonl" --jobs 16 > "$OUT/exemplar_cuda_1.log" 2>&1
   for b in triton cuda; do
-    timeout $(( $(left) - 3 )) python -m htam_agent.evaluation batch --tasks htam_agent/tasks/suite \
-        --candidates htam_agent/tasks/candidates --backend $b --store /tmp/htamstore1 \
+    timeout $(( $(left) - 3 )) python -m htam_agent.evaluation batch --tasks htam_agent/bundled_tasks/suite \
+        --candidates htam_agent/bundled_tasks/candidates --backend $b --store /tmp/htamstore1 \
         --out "$OUT/honest_$b.jsonl" --jobs 16 > "$OUT/honest_$b.log" 2>&1
   done
 ) &

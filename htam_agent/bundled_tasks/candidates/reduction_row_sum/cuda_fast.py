@@ -1,6 +1,6 @@
 """Row sum as a plain CUDA kernel compiled by NVRTC (torch.cuda._compile_kernel): one 256-thread block per
 row, float4 loads when the row is aligned, warp-shuffle reduction. Compiled once, on the first forward.
-Fast-form rewrite of htam_agent/tasks/candidates/reduction_row_sum/cuda_nvrtc.py
+Fast-form rewrite of htam_agent/bundled_tasks/candidates/reduction_row_sum/cuda_nvrtc.py
 (htam_agent.coder.exemplar.fast_cuda.to_fast_form): the same kernels, built by nvcc without torch headers and
 launched through the fast CUDA launcher.
 """

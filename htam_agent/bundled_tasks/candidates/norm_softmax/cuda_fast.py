@@ -1,8 +1,9 @@
-"""RMSNorm in the fast CUDA form: the kernel of cuda_rowblock.py (one 512-thread block per row, a
-sum-of-squares pass, float4 when aligned, with a warp-shuffle + shared-memory reduction, then one pass
-writing x * rsqrt(mean + eps) * weight), built by nvcc without torch headers and launched through the fast
-CUDA launcher; the host checks are the Python of `forward`. Fast-form rewrite of
-htam_agent/tasks/candidates/norm_rmsnorm/cuda_rowblock.py (issue 21).
+"""Softmax over the last dimension as a plain CUDA kernel compiled by NVRTC (torch.cuda._compile_kernel):
+one 512-thread block per row, online (max, sum) pass + write pass, float4 when the rows are aligned.
+Compiled once, on the first forward.
+Fast-form rewrite of htam_agent/bundled_tasks/candidates/norm_softmax/cuda_nvrtc.py
+(htam_agent.coder.exemplar.fast_cuda.to_fast_form): the same kernels, built by nvcc without torch headers and
+launched through the fast CUDA launcher.
 """
 
 import torch
@@ -203,87 +204,110 @@ def _fast_kernel(source, name):
 # ---- end of the fast CUDA launcher
 
 _SOURCE = r"""
+#define NEG_INF __int_as_float(0xff800000)
 #define THREADS 512
 
-__device__ __forceinline__ float warp_sum(float v) {
-    #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
+__device__ __forceinline__ void ms_merge(float& m, float& s, float m2, float s2) {
+    if (m2 == NEG_INF) return;
+    if (m == NEG_INF) { m = m2; s = s2; return; }
+    const float mn = fmaxf(m, m2);
+    s = s * expf(m - mn) + s2 * expf(m2 - mn);
+    m = mn;
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS) rmsnorm_rowblock(
-        const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y, long long cols,
-        float eps, bool vec) {
+__device__ __forceinline__ void online_add(float& m, float& s, float v) {
+    if (v == NEG_INF) return;
+    if (v > m) { s *= expf(m - v); m = v; }
+    s += expf(v - m);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS) softmax_f32(const float* __restrict__ x, float* __restrict__ y, int cols) {
     const long long off = (long long)blockIdx.x * cols;
     const float* xr = x + off;
     float* yr = y + off;
-    float ss = 0.0f;
+    const bool vec = ((cols & 3) == 0) && (((((unsigned long long)xr) | ((unsigned long long)yr)) & 15ull) == 0);
+    float m = NEG_INF, s = 0.0f;
     if (vec) {
         const float4* x4 = reinterpret_cast<const float4*>(xr);
-        for (long long i = threadIdx.x; i < cols / 4; i += THREADS) {
+        for (int i = threadIdx.x; i < (cols >> 2); i += THREADS) {
             const float4 v = x4[i];
-            ss += (v.x * v.x + v.y * v.y) + (v.z * v.z + v.w * v.w);
+            const float mx = fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w));
+            if (mx == NEG_INF) continue;
+            if (mx > m) { s *= expf(m - mx); m = mx; }
+            s += (expf(v.x - m) + expf(v.y - m)) + (expf(v.z - m) + expf(v.w - m));
         }
     } else {
-        for (long long i = threadIdx.x; i < cols; i += THREADS) ss += xr[i] * xr[i];
+        for (int i = threadIdx.x; i < cols; i += THREADS) online_add(m, s, xr[i]);
     }
-    ss = warp_sum(ss);
-    __shared__ float part[THREADS / 32];
-    __shared__ float row_rinv;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (lane == 0) part[warp] = ss;
+    for (int o = 16; o > 0; o >>= 1) {
+        const float m2 = __shfl_xor_sync(0xffffffffu, m, o);
+        const float s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        ms_merge(m, s, m2, s2);
+    }
+    __shared__ float sm[THREADS / 32], ss[THREADS / 32];
+    __shared__ float row_m, row_inv;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0) { sm[warp] = m; ss[warp] = s; }
     __syncthreads();
     if (warp == 0) {
-        ss = warp_sum(lane < THREADS / 32 ? part[lane] : 0.0f);
-        if (lane == 0) row_rinv = rsqrtf(ss / (float)cols + eps);
+        m = lane < THREADS / 32 ? sm[lane] : NEG_INF;
+        s = lane < THREADS / 32 ? ss[lane] : 0.0f;
+        for (int o = 16; o > 0; o >>= 1) {
+            const float m2 = __shfl_xor_sync(0xffffffffu, m, o);
+            const float s2 = __shfl_xor_sync(0xffffffffu, s, o);
+            ms_merge(m, s, m2, s2);
+        }
+        if (lane == 0) { row_m = m; row_inv = 1.0f / s; }
     }
     __syncthreads();
-    const float rinv = row_rinv;
+    const float mm = row_m, inv = row_inv;
     if (vec) {
         const float4* x4 = reinterpret_cast<const float4*>(xr);
-        const float4* w4 = reinterpret_cast<const float4*>(w);
         float4* y4 = reinterpret_cast<float4*>(yr);
-        for (long long i = threadIdx.x; i < cols / 4; i += THREADS) {
-            const float4 v = x4[i], ww = w4[i];
-            float4 o;
-            o.x = v.x * rinv * ww.x;
-            o.y = v.y * rinv * ww.y;
-            o.z = v.z * rinv * ww.z;
-            o.w = v.w * rinv * ww.w;
-            y4[i] = o;
+        for (int i = threadIdx.x; i < (cols >> 2); i += THREADS) {
+            float4 v = x4[i];
+            v.x = expf(v.x - mm) * inv;
+            v.y = expf(v.y - mm) * inv;
+            v.z = expf(v.z - mm) * inv;
+            v.w = expf(v.w - mm) * inv;
+            y4[i] = v;
         }
     } else {
-        for (long long i = threadIdx.x; i < cols; i += THREADS) yr[i] = xr[i] * rinv * w[i];
+        for (int i = threadIdx.x; i < cols; i += THREADS) yr[i] = expf(xr[i] - mm) * inv;
     }
 }
 """
+
+_KERNEL = None
 _THREADS = 512
-_rmsnorm = _fast_kernel(_SOURCE, "rmsnorm_rowblock")  # built at import
+_MAX_ROWS_PER_LAUNCH = 1 << 30
+
+
+def _kernel():
+    global _KERNEL
+    if _KERNEL is None:
+        _KERNEL = _fast_kernel(_SOURCE, "softmax_f32")
+    return _KERNEL
 
 
 class ModelNew(nn.Module):
-    def __init__(self, dim: int, eps: float = 1e-6):
+    def __init__(self):
         super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        w = self.weight.contiguous()
-        for t in (x, w):
-            if not (t.is_cuda and t.dtype == torch.float32):
-                raise ValueError("x and weight must be float32 CUDA tensors")
-        if x.dim() < 1:
-            raise ValueError("x must have at least one dimension")
+        if not (x.is_cuda and x.dtype == torch.float32 and x.dim() >= 1):
+            raise ValueError("x must be a float32 CUDA tensor with at least one dimension")
         x = x.contiguous()
-        cols = x.size(-1)
-        if w.numel() != cols:
-            raise ValueError("weight must have size x.size(-1)")
-        out = torch.empty_like(x)
+        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+        cols = x.shape[-1]
         if x.numel() == 0:
             return out
+        if cols >= 2**31:
+            raise ValueError("rows longer than 2**31 - 1 elements are not supported")
         rows = x.numel() // cols
-        if rows > 2**31 - 1:
-            raise ValueError("too many rows for a 1-D grid")
-        vec = cols % 4 == 0 and all(t.data_ptr() % 16 == 0 for t in (x, w, out))
-        _rmsnorm(grid=(rows, 1, 1), block=(_THREADS, 1, 1), args=[x, w, out, cols, float(self.eps), vec])
+        x2, y2 = x.view(rows, cols), out.view(rows, cols)
+        kernel = _kernel()
+        for start in range(0, rows, _MAX_ROWS_PER_LAUNCH):
+            count = min(_MAX_ROWS_PER_LAUNCH, rows - start)
+            kernel(grid=(count, 1, 1), block=(_THREADS, 1, 1), args=[x2[start : start + count], y2[start : start + count], cols])
         return out

@@ -1,8 +1,12 @@
-"""Row sum in the fast CUDA form: the kernels of cuda_warp.py (one 256-thread block per row, float4 loads
-when the row is 16-byte aligned, warp-shuffle reduction then a shared-memory combine of the 8 warp partials),
-built by nvcc without torch headers and launched through the fast CUDA launcher; the host checks and the
-output allocation, cuda_warp.py's C++ wrapper, are the Python of `forward`. Fast-form rewrite of
-htam_agent/tasks/candidates/reduction_row_sum/cuda_warp.py (issue 21).
+"""LeakyReLU as a plain CUDA kernel compiled by NVRTC (torch.cuda._compile_kernel), float4 where aligned.
+
+The slope is baked into the source as a constant (one compiled kernel per slope value, cached), so no
+Python float crosses the launcher; element counts are passed as 32-bit ints, so huge tensors are processed in
+chunks of 2**30 elements.
+
+Fast-form rewrite of htam_agent/bundled_tasks/candidates/elementwise_leaky_relu/cuda_nvrtc.py
+(htam_agent.coder.exemplar.fast_cuda.to_fast_form): the same kernels, built by nvcc without torch headers and
+launched through the fast CUDA launcher.
 """
 
 import torch
@@ -202,63 +206,63 @@ def _fast_kernel(source, name):
     return kernel
 # ---- end of the fast CUDA launcher
 
-_SOURCE = r"""
-#define THREADS 256
-
-__device__ __forceinline__ float warp_sum(float v) {
-    #pragma unroll
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-    return v;
-}
-
-extern "C" __global__ void __launch_bounds__(THREADS) row_sum_warp(const float* __restrict__ x,
-                                                                   float* __restrict__ y, long long cols,
-                                                                   bool vec) {
-    const float* row = x + (long long)blockIdx.x * cols;
-    float acc = 0.0f;
-    if (vec) {  // cols % 4 == 0 and the tensor base is 16-byte aligned, so every row is
-        const float4* row4 = reinterpret_cast<const float4*>(row);
-        const long long n4 = cols / 4;
-        for (long long i = threadIdx.x; i < n4; i += THREADS) {
-            const float4 v = row4[i];
-            acc += (v.x + v.y) + (v.z + v.w);
-        }
+_SOURCE_TEMPLATE = r"""
+extern "C" __global__ void leaky_relu_f32(const float* __restrict__ x, float* __restrict__ y, int n) {
+    const float s = (float)(SLOPE);
+    const long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;  // a group of 4 elements
+    const long long base = g * 4;
+    if (base >= n) return;
+    const bool aligned = ((((unsigned long long)x) | ((unsigned long long)y)) & 15ull) == 0;
+    if (aligned && base + 4 <= n) {
+        float4 v = reinterpret_cast<const float4*>(x)[g];
+        v.x = v.x < 0.0f ? v.x * s : v.x;
+        v.y = v.y < 0.0f ? v.y * s : v.y;
+        v.z = v.z < 0.0f ? v.z * s : v.z;
+        v.w = v.w < 0.0f ? v.w * s : v.w;
+        reinterpret_cast<float4*>(y)[g] = v;
     } else {
-        for (long long i = threadIdx.x; i < cols; i += THREADS) acc += row[i];
-    }
-    __shared__ float partial[THREADS / 32];
-    acc = warp_sum(acc);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (lane == 0) partial[warp] = acc;
-    __syncthreads();
-    if (warp == 0) {
-        acc = lane < THREADS / 32 ? partial[lane] : 0.0f;
-        acc = warp_sum(acc);
-        if (lane == 0) y[blockIdx.x] = acc;
+        const long long end = base + 4 < n ? base + 4 : (long long)n;
+        for (long long i = base; i < end; ++i) {
+            const float v = x[i];
+            y[i] = v < 0.0f ? v * s : v;
+        }
     }
 }
 """
+
+_KERNELS: dict = {}
+_CHUNK = 1 << 30
 _THREADS = 256
-_row_sum = _fast_kernel(_SOURCE, "row_sum_warp")  # built at import
+
+
+def _kernel(slope: float):
+    key = float(slope)
+    if key not in _KERNELS:
+        source = _SOURCE_TEMPLATE.replace("SLOPE", repr(key))
+        _KERNELS[key] = _fast_kernel(source, "leaky_relu_f32")
+    return _KERNELS[key]
 
 
 class ModelNew(nn.Module):
-    def __init__(self):
+    def __init__(self, negative_slope: float = 0.01):
         super().__init__()
+        self.negative_slope = negative_slope
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not (x.is_cuda and x.dtype == torch.float32 and x.dim() >= 1):
-            raise ValueError("x must be a float32 CUDA tensor with at least one dimension")
+        if not (x.is_cuda and x.dtype == torch.float32):
+            raise ValueError("x must be a float32 CUDA tensor")
         x = x.contiguous()
-        cols = x.size(-1)
-        out = torch.empty(x.shape[:-1], dtype=x.dtype, device=x.device)
-        rows = out.numel()
-        if rows == 0:
-            return out
-        if cols == 0:
-            return out.zero_()
-        if rows > 2**31 - 1:
-            raise ValueError("too many rows for a 1-D grid")
-        vec = cols % 4 == 0 and x.data_ptr() % 16 == 0
-        _row_sum(grid=(rows, 1, 1), block=(_THREADS, 1, 1), args=[x, out, cols, vec])
+        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+        kernel = _kernel(self.negative_slope)
+        flat_x, flat_y = x.view(-1), out.view(-1)
+        n = flat_x.numel()
+        for start in range(0, n, _CHUNK):
+            count = min(_CHUNK, n - start)
+            groups = (count + 3) // 4
+            blocks = (groups + _THREADS - 1) // _THREADS
+            kernel(
+                grid=(blocks, 1, 1),
+                block=(_THREADS, 1, 1),
+                args=[flat_x[start : start + count], flat_y[start : start + count], count],
+            )
         return out
