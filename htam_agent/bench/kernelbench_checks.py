@@ -1,8 +1,10 @@
 """Run the KernelBench-targeted cheats and honest candidates through the evaluator and check every verdict.
 
-    python benchmarks/kernelbench_checks.py KB_DIR --out OUTDIR [--backend cuda] [--only SUBSTR] [--jobs N]
+    htam kernelbench-checks KB_DIR --out OUTDIR [--backend cuda] [--only SUBSTR] [--jobs N]
         [--size default|small|alt] [--tier default|thorough] [--baselines eager[,compile]]
         [--candidates-dir DIR] [--dry-run] [--judge-only]
+
+(or `python benchmarks/kernelbench_checks.py ...`; both parse in `htam_agent.cli.kernelbench_checks`.)
 
 Candidates are every `*.py` under tests/cheats/kernelbench/{honest,cheats} (or --candidates-dir); the
 script passes that folder, this module only reads what it is given. A file holding the fast CUDA launcher
@@ -35,7 +37,8 @@ and `--only` splits the run. Only the eager baseline is timed unless --baselines
 
 Imports only the standard library, the launcher's text (htam_agent.coder.exemplar.fast_cuda) and the
 verdict's reader (htam_agent.evaluation.readout), both stdlib only: it runs on a GPU host with torch and
-numpy next to our package (the tests import it as `htam_agent.bench.kernelbench_checks`; `benchmarks/kernelbench_checks.py` is its command).
+numpy next to our package. Its command line is `htam_agent.cli.kernelbench_checks` (argparse, stdlib too);
+this module is the checks, `run(args)` for parsed options.
 """
 
 from __future__ import annotations
@@ -389,29 +392,10 @@ def summary_line(s: dict) -> str:
     return line + (f"; {n} MISMATCH(ES): {', '.join(s['mismatches'])}" if n else "; no mismatch")
 
 
-# -- main ------------------------------------------------------------------------------------------------
+# -- run -------------------------------------------------------------------------------------------------
 
-def main(argv: list[str] | None = None, candidates_dir: Path | None = None) -> int:
-    """The command; `candidates_dir` is --candidates-dir's default (the script passes the bundled folder)."""
-    ap = argparse.ArgumentParser(prog="kernelbench_checks.py", description=__doc__.split("\n\n")[0],
-                                 epilog="See the module docstring for the header format.")
-    ap.add_argument("kb_dir", type=Path, help="KernelBench's folder of levels (level1/, ...) or the checkout above")
-    ap.add_argument("--out", type=Path, required=True, help="folder for pairs.json, verdicts.jsonl, summary.json")
-    ap.add_argument("--backend", default="cuda")
-    ap.add_argument("--only", help="keep candidates whose file or KernelBench problem contains this")
-    ap.add_argument("--jobs", type=int, help="parallel compiles (passed to the batch)")
-    ap.add_argument("--size", choices=("default", "small", "alt"), help="passed to the batch (default: the "
-                    "evaluator's, KernelBench's own shapes on cuda)")
-    ap.add_argument("--tier", choices=("default", "thorough"), help="passed to the batch")
-    ap.add_argument("--baselines", default="eager", help="passed to the batch (default: eager only; "
-                    "'eager,compile' adds a torch.compile build per problem, minutes each on level-1 files)")
-    ap.add_argument("--candidates-dir", type=Path, default=candidates_dir, required=candidates_dir is None,
-                    help="folder holding honest/ and cheats/ (default: the bundled tests/cheats/kernelbench; its fast/ "
-                    "holds the fast-form rewrites of honest/)")
-    ap.add_argument("--dry-run", action="store_true", help="write pairs.json and print the plan; run nothing")
-    ap.add_argument("--judge-only", action="store_true", help="judge OUTDIR/verdicts.jsonl as it is; run nothing")
-    args = ap.parse_args(argv)
-
+def run(args: argparse.Namespace) -> int:
+    """The checks, for the options `htam_agent.cli.kernelbench_checks` parsed; returns the exit status."""
     try:
         entries = select(collect(args.candidates_dir), args.only)
         resolve(entries, args.kb_dir)

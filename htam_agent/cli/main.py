@@ -41,6 +41,18 @@ _mount_memory()
 app.add_typer(exemplar_app, name="exemplar")
 
 
+@app.command("kernelbench-checks", add_help_option=False,
+             context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def kernelbench_checks_cmd(ctx: typer.Context) -> None:
+    """The KernelBench-targeted cheats and honest candidates through the evaluator, each verdict checked
+    against its header (KB_DIR --out OUTDIR ...; --help lists the options)."""
+    # argparse, defined once in cli/kernelbench_checks.py: the same parser runs on GPU hosts without typer
+    from htam_agent.cli.kernelbench_checks import checkout_candidates_dir
+    from htam_agent.cli.kernelbench_checks import main as run
+
+    raise typer.Exit(run(ctx.args, candidates_dir=checkout_candidates_dir()))
+
+
 def main() -> None:
     app()
 

@@ -13,6 +13,7 @@ from support.kernelbench_files import RELU
 
 from htam_agent.bench import kernelbench_checks as kc
 from htam_agent.bench import launcher_marker as lm
+from htam_agent.cli.kernelbench_checks import main
 from htam_agent.coder.exemplar.fast_cuda import FAST_LAUNCHER
 
 REPO = Path(__file__).resolve().parents[2]
@@ -113,7 +114,7 @@ def test_twin_must_exist_and_be_honest(tmp_path):
 def test_dry_run_writes_pairs_the_batch_reads(kb, cands, tmp_path, capsys, which):
     kb_arg = kb if which == "levels_folder" else kb.parent  # .../KernelBench or the checkout above it
     out = tmp_path / "out"
-    rc = kc.main([str(kb_arg), "--out", str(out), "--candidates-dir", str(cands), "--dry-run", "--jobs", "3",
+    rc = main([str(kb_arg), "--out", str(out), "--candidates-dir", str(cands), "--dry-run", "--jobs", "3",
                   "--size", "small"])
     assert rc == 0
     pairs = json.loads((out / "pairs.json").read_text())
@@ -135,27 +136,45 @@ def test_dry_run_writes_pairs_the_batch_reads(kb, cands, tmp_path, capsys, which
     assert not (out / "verdicts.jsonl").exists()
 
 
+def test_htam_kernelbench_checks_is_the_same_command(kb, cands, tmp_path):
+    """`htam kernelbench-checks` hands its arguments to the one argparse parser: the same plan, and argparse's
+    own --help (typer must not eat it)."""
+    from typer.testing import CliRunner
+
+    from htam_agent.cli import app
+
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, ["kernelbench-checks", str(kb), "--out", str(out), "--candidates-dir", str(cands),
+                                 "--dry-run", "--only", "c12_relu"])
+    assert r.exit_code == 0, r.output
+    assert "dry run" in r.output and "cheats/c12_relu.py" in r.output
+    assert [p["candidate"] for p in json.loads((out / "pairs.json").read_text())] == \
+        [str((cands / "cheats" / "c12_relu.py").resolve())]
+    r = CliRunner().invoke(app, ["kernelbench-checks", "--help"])
+    assert r.exit_code == 0 and "usage: htam kernelbench-checks" in r.output and "--judge-only" in r.output, r.output
+
+
 def test_only_keeps_the_side_stream_twin(kb, cands, tmp_path):
     out = tmp_path / "out"
-    assert kc.main([str(kb), "--out", str(out), "--candidates-dir", str(cands), "--dry-run", "--only", "c03_side"]) == 0
+    assert main([str(kb), "--out", str(out), "--candidates-dir", str(cands), "--dry-run", "--only", "c03_side"]) == 0
     names = [Path(p["candidate"]).name for p in json.loads((out / "pairs.json").read_text())]
     assert names == ["c03_side.py", "c03_twin.py"]
-    assert kc.main([str(kb), "--out", str(out), "--candidates-dir", str(cands), "--dry-run", "--only", "nope"]) == 2
+    assert main([str(kb), "--out", str(out), "--candidates-dir", str(cands), "--dry-run", "--only", "nope"]) == 2
 
 
 def test_missing_kernelbench_file_or_folder(kb, cands, tmp_path, capsys):
     _write(cands / "cheats", "c12_gone.py", _head(kb="level1/77_Gone.py"))
-    assert kc.main([str(kb), "--out", str(tmp_path / "o"), "--candidates-dir", str(cands), "--dry-run"]) == 2
+    assert main([str(kb), "--out", str(tmp_path / "o"), "--candidates-dir", str(cands), "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert "cheats/c12_gone.py" in err and "level1/77_Gone.py" in err
-    assert kc.main([str(tmp_path / "nowhere"), "--out", str(tmp_path / "o"), "--candidates-dir", str(cands),
+    assert main([str(tmp_path / "nowhere"), "--out", str(tmp_path / "o"), "--candidates-dir", str(cands),
                     "--dry-run"]) == 2
     assert "no level1/" in capsys.readouterr().err
 
 
 def test_bad_header_exits_2_naming_the_file(kb, cands, tmp_path, capsys):
     _write(cands / "cheats", "c05_nohead.py", _head(pattern=None))
-    assert kc.main([str(kb), "--out", str(tmp_path / "o"), "--candidates-dir", str(cands), "--dry-run"]) == 2
+    assert main([str(kb), "--out", str(tmp_path / "o"), "--candidates-dir", str(cands), "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert "c05_nohead.py" in err and "pattern" in err
 
@@ -164,19 +183,19 @@ def test_a_fixture_with_the_launcher_marker_is_evaluated_as_its_expanded_copy(kb
     fast = _head(expect="accepted", pattern=None).replace("class ModelNew", f"{lm.MARKER}\nclass ModelNew")
     _write(cands / "honest", "h_fast.py", fast)
     out = tmp_path / "out"
-    assert kc.main([str(kb), "--out", str(out), "--candidates-dir", str(cands), "--dry-run"]) == 0
+    assert main([str(kb), "--out", str(out), "--candidates-dir", str(cands), "--dry-run"]) == 0
     pairs = {Path(p["candidate"]).name: Path(p["candidate"]) for p in json.loads((out / "pairs.json").read_text())}
     assert pairs["h_fast.py"] == (out / "candidates" / "honest" / "h_fast.py").resolve()
     assert pairs["h_fast.py"].read_text() == lm.expand(fast) and FAST_LAUNCHER in pairs["h_fast.py"].read_text()
     assert pairs["h_relu.py"] == (cands / "honest" / "h_relu.py").resolve()  # no marker: the file itself
     # the verdict of the expanded copy is the fixture's
     (out / "verdicts.jsonl").write_text(json.dumps(_verdict(pairs["h_fast.py"], "accepted")) + "\n")
-    kc.main([str(kb), "--out", str(out), "--candidates-dir", str(cands), "--judge-only"])
+    main([str(kb), "--out", str(out), "--candidates-dir", str(cands), "--judge-only"])
     row = next(r for r in json.loads((out / "summary.json").read_text())["rows"] if r["file"] == "honest/h_fast.py")
     assert row["status"] == "accepted" and row["ok"]
     _write(cands / "honest", "h_fast.py", fast.replace(lm.MARKER, lm.MARKER + "\n" + lm.MARKER))
     capsys.readouterr()
-    assert kc.main([str(kb), "--out", str(out), "--candidates-dir", str(cands), "--dry-run"]) == 2
+    assert main([str(kb), "--out", str(out), "--candidates-dir", str(cands), "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert "h_fast.py" in err and "keep one" in err
 
@@ -195,7 +214,7 @@ def _judge(kb, cands, tmp_path, verdicts: dict[str, dict]) -> tuple[int, dict]:
     out.mkdir(exist_ok=True)
     lines = [json.dumps({"kind": "baseline", "status": "accepted"})] + [json.dumps(v) for v in verdicts.values()]
     (out / "verdicts.jsonl").write_text("\n".join(lines) + "\n")
-    rc = kc.main([str(kb), "--out", str(out), "--candidates-dir", str(cands), "--judge-only"])
+    rc = main([str(kb), "--out", str(out), "--candidates-dir", str(cands), "--judge-only"])
     return rc, json.loads((out / "summary.json").read_text())
 
 
@@ -265,6 +284,7 @@ def test_bundled_candidates_have_valid_headers():
 def test_imports_only_the_standard_library():
     """The command runs on a bare GPU host: nothing but the standard library and this module of our package."""
     allowed = ["htam_agent", "htam_agent.bench", "htam_agent.bench.kernelbench_checks", "htam_agent.threadsafe",
+               "htam_agent.cli", "htam_agent.cli.kernelbench_checks",  # its argparse, the one command line
                "htam_agent.bench.launcher_marker", "htam_agent.coder", "htam_agent.coder.exemplar",
                "htam_agent.coder.exemplar.fast_cuda",  # the launcher's text, for the fast-form fixtures
                "htam_agent.evaluation", "htam_agent.evaluation.readout", "htam_agent.evaluation.common",
