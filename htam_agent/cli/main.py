@@ -10,7 +10,7 @@ import typer
 
 from htam_agent.cli.bench import bench_command
 from htam_agent.cli.chat import chat_cmd, ui_cmd
-from htam_agent.cli.evaluate import eval_cmd, verdicts_app
+from htam_agent.cli.evaluator import eval_cmd, verdicts_app
 from htam_agent.cli.exemplar import app as exemplar_app
 from htam_agent.cli.optimize import optimize_cmd
 from htam_agent.cli.tasks import tasks_app

@@ -1,5 +1,5 @@
 """The evaluator's command-line options, declared once: `python -m htam_agent.evaluation eval|batch` (argparse,
-here) and `htam eval` (typer, htam_agent/cli/evaluate.py) are both built from `EVAL_OPTIONS`, and both turn the parsed
+here) and `htam eval` (typer, htam_agent/cli/evaluator.py) are both built from `EVAL_OPTIONS`, and both turn the parsed
 values into `EvalOptions` and a verdict store with `eval_options` and `verdict_store`.
 
 Standard library only (with the evaluator's own modules): the evaluation package runs on a bare GPU host, so
