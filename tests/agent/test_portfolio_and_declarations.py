@@ -115,7 +115,13 @@ def test_portfolio_declarations_and_cards_through_a_run(agent_env: Path, openai_
     # step 0's kernels are baselines, not gains: step 1 explores what step 0 did not measure (issue 23)
     measured0 = {e.direction for e in by_dir.values()}
     assert slots[0] not in measured0 and slots[1] not in measured0, (slots, measured0)  # the untried that fit
-    assert "0 exploit (last attempt here improved the previous best), 2 explore" in result.steps[1]["direction_reason"]
+    # how many untried directions are left depends on which step-0 slot the draft reached (the three
+    # candidates ask the scripted server in parallel, so the replies' order is the threads'): the split
+    # must say what it did, and explore at least the two
+    explored = sum(1 for s in slots.values() if s not in measured0)
+    assert explored >= 2
+    assert (f"0 exploit (last attempt here improved the previous best), {explored} explore"
+            in result.steps[1]["direction_reason"]), (slots, measured0, result.steps[1]["direction_reason"])
     for c in step1.values():
         assert "improved the best" not in c["prompt"] and "typical gain" not in c["prompt"]
         if "(`memory_access`)" in c["prompt"].split("## Already measured", 1)[0]:
