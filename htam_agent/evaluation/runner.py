@@ -147,7 +147,27 @@ class _Spare:
 _spare_lock = threading.Lock()
 _spares: list[_Spare] = []
 SPARES = 2  # enough to hide start-up (~3-4 s on a GPU host) behind jobs of ~2-3 s
+#: the checker's phases after the last timed one (roofline's bandwidth probe times too): a CPU job's next
+#: checker may start importing while these run
+UNTIMED_TAIL = frozenset({"sabotage", "verify_other_init", "verify_other_shape", "done"})
 GRACE_S = 30.0  # the checker enforces the phase limits on the candidate; the parent only on the checker
+
+
+class LaterSpare:
+    """A CPU job's next checker, started once this job's timed phases are over (at its untimed tail, or at
+    its end; at once for a job that times nothing): its torch imports then overlap checks, not timing."""
+
+    def __init__(self, armed: bool, timed: bool) -> None:
+        self.armed, self.timed = armed, timed
+
+    def phase(self, name: str) -> None:
+        if self.armed and (name in UNTIMED_TAIL or not self.timed):
+            self.finish()
+
+    def finish(self) -> None:
+        if self.armed:
+            self.armed = False
+            _replenish(1)
 
 
 def _take_spare(prestart: bool) -> _Spare:
@@ -208,11 +228,13 @@ def run_job(job: dict[str, Any], options: EvalOptions) -> dict[str, Any]:
     checker's finalized verdict (or the parent's, for a checker that gave none) with the parent's envelope
     (its wall time, the checker's stderr) beside it. The verdict is never edited here.
 
-    On the CPU backend the next checker is started only after this verdict: starting one imports torch in
-    two processes, which would compete with this job's timing for the machine's few cores.
+    On the CPU backend the next checker is started only once this job's timed phases are over (its untimed
+    tail, or its end): starting one imports torch in two processes, which would compete with this job's
+    timing for the machine's few cores, but its imports may overlap the tail's checks.
     """
     cpu = is_cpu(options.backend)
     spare = _take_spare(options.prestart and (not cpu or job["mode"] == "compile"))
+    later = LaterSpare(cpu and options.prestart and job["mode"] != "compile", bool(job.get("timing", True)))
     proc, scratch = spare.proc, spare.scratch
     job = dict(job, compile_timeout_s=options.compile_timeout_s, run_timeout_s=options.run_timeout_s,
                keep_scratch=options.keep_scratch)
@@ -227,7 +249,8 @@ def run_job(job: dict[str, Any], options: EvalOptions) -> dict[str, Any]:
     verdict, timed_out_in = None, None
     sandbox: dict[str, Any] = {}
     try:
-        verdict, phase, limit, timed_out_in = _follow(spare, options, phase, since, limit, sandbox)
+        verdict, phase, limit, timed_out_in = _follow(spare, options, phase, since, limit, sandbox,
+                                                             later.phase)
     except BaseException:  # interrupted: the checker and its folder go too
         _kill_group(proc)
         _rmtree(scratch)
@@ -245,8 +268,7 @@ def run_job(job: dict[str, Any], options: EvalOptions) -> dict[str, Any]:
     delivered = with_envelope(verdict, wall_seconds=round(wall, 3),
                               checker_stderr_tail=_tail(scratch / "stderr.txt", 2000))
     _rmtree(scratch)
-    if cpu and options.prestart and job["mode"] != "compile":
-        _replenish(1)
+    later.finish()
     return delivered
 
 
@@ -268,7 +290,8 @@ def _no_checker_verdict(job: dict[str, Any], phase: str, timed_out_in: str | Non
 
 
 def _follow(spare: _Spare, options: EvalOptions, phase: str, since: float, limit: float,
-            sandbox: dict[str, Any]) -> tuple[Any, str, float, str | None]:
+            sandbox: dict[str, Any], on_phase: Callable[[str], None] | None = None
+            ) -> tuple[Any, str, float, str | None]:
     """Read the checker's events until it closes its pipe, or kill it at its limit.
 
     Returns (verdict or None, last phase, its limit, the phase it timed out in or None)."""
@@ -292,6 +315,8 @@ def _follow(spare: _Spare, options: EvalOptions, phase: str, since: float, limit
                 if event.get("event") == "phase":
                     phase, since = str(event.get("phase")), time.time()
                     limit = float(event.get("limit_s") or options.run_timeout_s)
+                    if on_phase is not None:
+                        on_phase(phase)
                 elif event.get("event") == "verdict":
                     verdict = event.get("verdict")
                 elif event.get("event") == "sandbox":
