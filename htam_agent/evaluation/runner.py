@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -518,25 +518,46 @@ class Evaluator:
     def evaluate_batch(self, cands: Iterable[Candidate], parallel_compile: int | None = None,
                        progress: Callable[[str, int, int, dict[str, Any] | None], None] | None = None
                        ) -> list[dict[str, Any]]:
-        """Compile every uncached candidate in parallel on the CPU cores, then verify and time one at a time."""
+        """Compile every uncached candidate in parallel, and verify and time one at a time, in order.
+
+        On a GPU host the two overlap: candidate i is judged as soon as its own build is done, while the
+        later builds go on (the first verdict does not wait for the last build). On the CPU backend every
+        build finishes first: compilers on the same few cores would slow the timed calls."""
         cands = list(cands)
         n = len(cands)
         todo = [c for c in cands if not (self.store and self.store.get(self.key(c)))]
         workers = max(1, parallel_compile or os.cpu_count() or 1)
-        done = 0
-        if todo and workers > 1:
-            with ThreadPoolExecutor(workers) as pool:
-                for v in pool.map(self.compile_only, todo):
-                    done += 1
-                    if progress:
-                        progress("compile", done, len(todo), v)
-        results = []
-        for i, c in enumerate(cands):
-            v = self.evaluate(c)
-            results.append(v)
-            if progress:
-                progress("evaluate", i + 1, n, v)
-        return results
+        builds: dict[int, Future[dict[str, Any]]] = {}
+        pool = ThreadPoolExecutor(workers) if todo and workers > 1 else None
+        lock, built = threading.Lock(), [0]
+
+        def report(f: Future[dict[str, Any]]) -> None:
+            with lock:
+                built[0] += 1
+                count = built[0]
+            if progress and not f.cancelled() and f.exception() is None:
+                progress("compile", count, len(todo), f.result())
+
+        try:
+            if pool is not None:
+                for c in todo:
+                    builds[id(c)] = f = pool.submit(self.compile_only, c)
+                    f.add_done_callback(report)
+                if is_cpu(self.options.backend):
+                    wait(builds.values())
+            results = []
+            for i, c in enumerate(cands):
+                if (f := builds.get(id(c))) is not None:
+                    f.result()  # its build is in the shared cache now (a failed one is judged as such below)
+                v = self.evaluate(c)
+                results.append(v)
+                if progress:
+                    progress("evaluate", i + 1, n, v)
+            return results
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+
 
 def storable(verdict: dict[str, Any]) -> bool:
     """Whether a verdict may be replayed from the store instead of measured again.
