@@ -31,7 +31,10 @@ NEW_ROOT = Path(__file__).resolve().parents[2]
 def driver(root: str, backend: str, build_root: str, repeats: int, settle: float, only: str | None) -> None:
     from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
 
-    cands_dir, suite = Path(root) / "htam_agent/bundled_tasks/candidates", Path(root) / "htam_agent/bundled_tasks/suite"
+    data = Path(root) / "htam_agent" / "bundled_tasks"
+    if not data.is_dir():  # a tree from before issue 26's renames
+        data = Path(root) / "htam_agent" / "tasks"
+    cands_dir, suite = data / "candidates", data / "suite"
     cands = [(f"{d.name}/{c.stem}", Candidate(task_path=str(suite / f"{d.name}.py"), source=c.read_text(), name=d.name))
              for d in sorted(cands_dir.iterdir()) for c in sorted(d.glob(f"{backend}_*.py"))
              if not only or only in f"{d.name}/{c.stem}"]
