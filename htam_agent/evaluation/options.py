@@ -51,6 +51,9 @@ EVAL_OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("no_alt", bool, False, "skip the second-shape check"),
     OptionSpec("no_timing", bool, False, "check correctness only (no timing, no baselines)"),
     OptionSpec("baselines", str, ",".join(_DEFAULTS["baselines"]), "comma list of eager,compile; empty for none"),
+    OptionSpec("pairing", str, "auto",
+               "time the eager baseline beside each candidate, interleaved (on), or once on its own (off); auto: "
+               "on for the CPU backends", ("auto", "on", "off")),
     OptionSpec("compile_timeout", float, _DEFAULTS["compile_timeout_s"], "seconds allowed to compile"),
     OptionSpec("run_timeout", float, _DEFAULTS["run_timeout_s"], "seconds allowed for each later phase"),
     OptionSpec("threads", int, _DEFAULTS["threads"], "CPU threads for the cpp backend (default: all cores)"),
@@ -85,6 +88,7 @@ def eval_options(values: Mapping[str, Any] | argparse.Namespace, backend: str) -
         backend=backend, size=v["size"], alt_size=None if v["no_alt"] else _DEFAULTS["alt_size"],
         trials=v["trials"], tier=v["tier"], timing=not v["no_timing"], baselines=parse_baselines(v["baselines"]),
         compile_timeout_s=v["compile_timeout"], run_timeout_s=v["run_timeout"], threads=v["threads"],
+        paired_eager={"on": True, "off": False}.get(v.get("pairing") or "auto"),
     )
 
 

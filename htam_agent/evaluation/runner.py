@@ -60,6 +60,10 @@ class EvalOptions:
     keep_scratch: bool = False
     prestart: bool = True  # start the next worker process while this one runs
     fast_build: bool = True  # content-addressed builds, per-flag PCH, device arch only
+    # The eager baseline timed beside each candidate, in blocks that alternate between the two (the
+    # candidate's sandbox frozen while the reference runs), rather than once on its own: None means on for
+    # the CPU backends, whose machines drift (timing_fairness in docs/evaluation.md), off on a GPU.
+    paired_eager: bool | None = None
 
     def __post_init__(self) -> None:
         if self.tier not in TIERS:
@@ -67,10 +71,18 @@ class EvalOptions:
         spec(self.backend)  # an unknown backend raises, naming the choices
         self.baselines = tuple(self.baselines)
 
+    def pairs_eager(self) -> bool:
+        """Whether candidates are timed beside their eager baseline (`paired_eager`, resolved)."""
+        on = is_cpu(self.backend) if self.paired_eager is None else self.paired_eager
+        return bool(on and self.timing and "eager" in self.baselines)
+
     def key_fields(self) -> dict[str, Any]:
         """Fields that decide the verdict (timeouts and paths do not)."""
-        return {"alt_size": self.alt_size, "trials": self.trials, "timing": self.timing, "tier": self.tier,
-                "threads": self.threads if is_cpu(self.backend) else None}
+        fields_ = {"alt_size": self.alt_size, "trials": self.trials, "timing": self.timing, "tier": self.tier,
+                   "threads": self.threads if is_cpu(self.backend) else None}
+        if self.pairs_eager():  # only when on, so that the keys of unpaired verdicts stay as they were
+            fields_["paired_eager"] = True
+        return fields_
 
     def resolve_size(self, task_source: str, task_path: str = "<task>") -> str:
         """The size to evaluate at: the one asked for; else the backend's default size ('small' on the CPU)
@@ -321,6 +333,8 @@ def _follow(spare: _Spare, options: EvalOptions, phase: str, since: float, limit
                     verdict = event.get("verdict")
                 elif event.get("event") == "sandbox":
                     sandbox.update(event)
+                elif event.get("event") == "reference_sandbox":
+                    sandbox.setdefault("more", []).append(event)
         if time.time() - since > limit + GRACE_S:
             timed_out_in = phase
             _kill_group(spare.proc)
@@ -329,16 +343,17 @@ def _follow(spare: _Spare, options: EvalOptions, phase: str, since: float, limit
 
 
 def _sweep(sandbox: dict[str, Any]) -> None:
-    """A checker that died or was killed could not end its sandbox: its uid's processes, its session."""
-    uid, pid = sandbox.get("uid"), sandbox.get("pid")
-    if isinstance(uid, int) and uid >= containment.UID_BASE and os.geteuid() == 0:
-        containment.kill_uid(uid)
-        containment.remove_owned(uid)
-    if isinstance(pid, int) and pid > 1:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    """A checker that died or was killed could not end its sandboxes: their uids' processes, their sessions."""
+    for box in [sandbox, *sandbox.get("more", [])]:
+        uid, pid = box.get("uid"), box.get("pid")
+        if isinstance(uid, int) and uid >= containment.UID_BASE and os.geteuid() == 0:
+            containment.kill_uid(uid)
+            containment.remove_owned(uid)
+        if isinstance(pid, int) and pid > 1:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -471,6 +486,7 @@ class Evaluator:
             "task_source": cand.task_source, "candidate_source": cand.source,
             "size": o.resolve_size(cand.task_source, cand.task_path), "alt_size": o.alt_size, "trials": o.trials,
             "tier": o.tier, "timing": o.timing, "timing_plan": o.timing_plan, "baselines": list(o.baselines),
+            "paired_eager": o.pairs_eager(),
             "threads": o.threads, "device_index": o.device_index, "build_root": self.build_root,
             "fast_build": o.fast_build, "derived_sizes": self.derived_sizes(cand),
             "identity": identity, "baseline": _baseline_facts(baseline),

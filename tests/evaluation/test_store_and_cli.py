@@ -157,13 +157,14 @@ def test_htam_eval_and_the_bare_cli_share_one_option_definition(tmp_path, monkey
                 parser.parse_args([o.flag, "nope"])
     for argv in (["--backend", "cpp", "--size", "small", "--trials", "2", "--tier", "bare", "--no-alt",
                   "--baselines", "eager", "--threads", "3", "--compile-timeout", "5", "--run-timeout", "7",
-                  "--store", str(tmp_path / "store")],
+                  "--store", str(tmp_path / "store"), "--pairing", "off"],
                  ["--no-timing", "--no-store", "--baselines", ""],
                  []):
         result = CliRunner().invoke(app, ["eval", str(task), str(cand), "--json", *argv])
         assert result.exit_code == 0, result.output
         args = parser.parse_args(argv)
         assert seen["options"] == eval_options(args, "cpp")  # the backend detected from the source: cpp
+        assert seen["options"].paired_eager is (False if "--pairing" in argv else None)
         store = verdict_store(args)
         assert (seen["store"] is None) == (store is None)
         if store is not None:

@@ -39,6 +39,7 @@ WRITES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "tag_trials": ((0, {"size": "alt"}), {}),
     "set_timing": (("candidate", {"median_ms": 1.0}),),
     "time_phase": (("verify", 0.5), {}),
+    "warn": (("a warning",), {}),
     "record": ((), {"tier": "default"}),
     "attach_baseline": (({"status": "accepted", "timing": {"eager": {"median_ms": 2.0}}},), {}),
     "identify": (({"key": "k", "kind": "baseline"},), {}),

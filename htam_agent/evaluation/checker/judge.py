@@ -138,6 +138,15 @@ class WallClock:
             out["median_ms"], out["clock"] = round(bound, 4), "checker"
         return out
 
+    def beyond_call(self) -> tuple[float, float]:
+        """What each request took beyond the call it reports (the checker's clock minus the in-process one,
+        request by request: the call's own variation cancels), as its median and that median's standard
+        error, ms."""
+        d = [w - r for w, r in zip(self.walls, self.reported, strict=False)]
+        if not d:
+            return 0.0, 0.0
+        return statistics.median(d), 0.93 * (_quantile(d, 0.75) - _quantile(d, 0.25)) / len(d) ** 0.5
+
     def record(self) -> dict[str, Any]:
         if not self.walls or not self.reported:
             return {}
@@ -188,6 +197,27 @@ class WallClock:
         for name, reason in self.findings(device_type) if findings is None else findings:
             if not verdict.has_flag(name):
                 verdict.add_flag(name, reason)
+
+
+def settle_pair(cand: dict[str, Any], cand_wall: WallClock, ref: dict[str, Any], ref_wall: WallClock,
+                device_type: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The figures of record of a candidate and the reference timed beside it (interleaved): one estimator
+    for both. Each side's in-process median stands, and the candidate's is believed only as far as the
+    checker's clock confirms it: its requests may take longer beyond the reported call than the
+    reference's did at the same moments (same protocol, same outputs) by at most RECORD_SLACK of its
+    median plus the two medians' standard errors. Beyond that, the excess is time the candidate's clock
+    hid, and it is added back (clock "checker")."""
+    slack = RECORD_SLACK["cuda" if device_type == "cuda" else "cpu"]
+    m_c, m_r = cand.get("in_process_median_ms", cand["median_ms"]), ref.get("in_process_median_ms", ref["median_ms"])
+    (d_c, se_c), (d_r, se_r) = cand_wall.beyond_call(), ref_wall.beyond_call()
+    excess = d_c - d_r
+    tolerance = slack * m_c + se_c + se_r + CLOCK_GRAIN_MS
+    out_c = dict(cand, median_ms=m_c, clock="in_process", beyond_call_ms=round(d_c, 4),
+                 beyond_call_excess_ms=round(excess, 4), beyond_call_tolerance_ms=round(tolerance, 4))
+    out_r = dict(ref, median_ms=m_r, clock="in_process", beyond_call_ms=round(d_r, 4))
+    if excess > tolerance:
+        out_c["median_ms"], out_c["clock"] = round(m_c + excess, 4), "checker"
+    return out_c, out_r
 
 
 # IQR / median above which a timing is re-taken once, and then reported as unreliable (a warning): the

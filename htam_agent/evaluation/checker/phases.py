@@ -45,11 +45,9 @@ from .sandbox_client import (  # noqa: E402
     SandboxDied,
     SandboxTimeout,
 )
+from .timed_calls import calibrate, free_cached, reference_outputs, time_candidate, time_paired  # noqa: E402
 
 COMPILE_PHASES = ("start", "compile", "baseline_compile")  # torch.compile's own compile counts as one
-CALIBRATION_CALLS = 25
-
-
 class Events:
     """JSON lines to the parent on a pipe only the checker holds: phase changes, then the verdict."""
 
@@ -84,6 +82,8 @@ class Run:
     launches: int = 0
     silent_calls: list[str] = field(default_factory=list)  # compared or timed calls that launched no kernel
     calibration: list[float] = field(default_factory=list)
+    ref_sandbox: SandboxClient | None = None  # the reference's own sandbox, for paired timing (`pairs`)
+    ref_run: Run | None = None
     _since: float = field(default_factory=time.perf_counter)
 
     @property
@@ -138,13 +138,6 @@ def build_candidate(run: Run, slot: str, ref: Any, init: list[Any]) -> None:
         run.sb.ask("build", run.left(), slot=slot, init=init_enc, state=state_enc, seed=0)
     finally:
         run.sb.free(init_ids + state_ids, run.left())
-
-
-def reference_outputs(run: Run, ref: Any, inputs: list[Any]) -> Any:
-    with torch.no_grad():
-        out = ref(*inp.clone_inputs(inputs))
-    run.sync()
-    return out
 
 
 def finite(values: Any) -> bool:
@@ -269,174 +262,6 @@ def check_repeats(run: Run, repeats: int = 8) -> bool:
         v.add_flag("nondeterministic", "repeated calls on the same inputs gave results that are not bit-"
                  "identical (fine for atomics; a sign of reading uninitialised memory otherwise)", rejects=False)
     return True
-
-
-# --------------------------------------------------------------------------------------------------------
-# Timing: the reference here, the candidate in the sandbox one call at a time under the checker's clock
-
-
-def fits_sets(inputs: list[Any], device: Any, n_sets: int) -> int:
-    """How many distinct input sets to rotate through while timing (fresh inputs, cheat pattern 8)."""
-    if device.type != "cuda":
-        return n_sets
-    need = sum(x.untyped_storage().nbytes() for x in inputs if isinstance(x, torch.Tensor))
-    free, _ = torch.cuda.mem_get_info()
-    return max(1, min(n_sets, int(free * 0.4 // max(need, 1))))
-
-
-def _output_spec(out: Any) -> list[list[Any]]:
-    return [[list(o.shape), str(o.dtype).removeprefix("torch.")] for o in observe.flatten_outputs(out)
-            if isinstance(o, torch.Tensor)]
-
-
-def calibrate(run: Run, n: int = CALIBRATION_CALLS) -> list[float]:
-    """The checker's clock around timed requests of a no-op, made before any candidate code is imported:
-    the same inputs' shapes, the same perturbation, flush and hand-over of outputs shaped like the
-    reference's. What a timed request costs beyond the call itself (ms per request)."""
-    inputs = inp.make_inputs(run.task, run.device, run.seed + 97, "task")
-    run.sb.ask("noop_like", run.left(), outputs=_output_spec(reference_outputs(run, run.ref, inputs)))
-    enc, ids = run.sb.upload(inputs, run.left())
-    view = run.sb.shared_values(enc)
-    del inputs
-    gen = torch.Generator().manual_seed(run.seed + 98)
-    walls = []
-    for i in range(n):
-        wall, msg = _timed_request(run, "__noop__", enc, view, gen, f"cal{i}")
-        protocol._close_all(msg.fds)
-        walls.append(wall)
-    run.sb.ask("release", run.left(), ids=[f"cal{i}" for i in range(n)], poison=False)
-    run.sb.free(ids, run.left())
-    return walls
-
-
-def _timed_request(run: Run, slot: str, enc: Any, view: Any, gen: Any, out_id: str) -> tuple[float, Any]:
-    """One timed request, clocked here: the clock starts before this call's inputs change (they are
-    revealed inside the window) and stops when the reply, with the sealed outputs, has arrived."""
-    change = inp.perturbation(view, gen)
-    on_gpu = run.device.type == "cuda"
-    if on_gpu:
-        torch.cuda.synchronize()
-    else:  # the CPU's caches are the machine's: the checker flushes them, where no candidate can reach it
-        run.backend.flush_cache()
-    t0 = time.perf_counter_ns()
-    inp.apply_perturbation(view, change)
-    if on_gpu:
-        torch.cuda.synchronize()  # the sandbox reads what the checker wrote
-    msg = run.sb.request("timed", run.left(), slot=slot, inputs=enc, seal=True, out_id=out_id, flush=on_gpu)
-    wall = (time.perf_counter_ns() - t0) / 1e6
-    msg.body["change"] = change
-    return wall, msg
-
-
-def _num(x: Any) -> float:
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or x != x or x in (float("inf"), float("-inf")):
-        raise CandidateFailed({"kind": "runtime_error", "text": f"the candidate's process reported a time of {x!r}"})
-    return float(x)
-
-
-def time_candidate(run: Run, plan: timing.TimingPlan, recheck: bool, calibration: list[float], n_sets: int = 3,
-                   n_snapshots: int = 1, every_set: bool = False, slot: str = "main"
-                   ) -> tuple[dict[str, Any], list[tuple[str, str]], judge.WallClock]:
-    """Time a slot one call per request on rotating input sets; re-check chosen timed outputs.
-
-    Candidates and baselines alike go through here (a baseline's slot holds the reference in a sandbox
-    of its own), so both are timed by one protocol in one process kind. The sets live in the sandbox's
-    buffers, which the checker writes: inside each request's clocked window a few scattered elements
-    change (no two calls see the same input, and nothing can be computed before the window). The checker
-    keeps no copy: it remembers each set's seed and every change made to it, and rebuilds the exact
-    inputs of a re-checked call from them. Which calls are re-checked is drawn here in advance; every
-    timed output is sealed inside its request (at return), and a chosen one is read again at the end.
-    """
-    sb, device = run.sb, run.device
-
-    def draw(s: int) -> list[Any]:
-        return inp.make_inputs(run.task, device, run.seed + 100 + s, "task")
-
-    first = draw(0)
-    n = fits_sets(first, device, n_sets)
-    uploaded = [sb.upload(first if s == 0 else draw(s), run.left()) for s in range(n)]
-    del first
-    free_cached(run)
-    encs = [e for e, _ in uploaded]
-    views = [sb.shared_values(e) for e in encs]
-    warm = sb.ask("warmup", run.left(), slot=slot, sets=encs, min=plan.min_warmup, seconds=plan.warmup_s)
-    est_ms = max(_num(warm.get("est_ms")), 1e-3)
-    reps = int(min(plan.max_reps, max(plan.min_reps, plan.target_s * 1e3 / est_ms)))
-    gen = torch.Generator().manual_seed(run.seed + 7)
-    chosen: set[int] = set()
-    if recheck:
-        last = n if every_set else 1
-        k = min(n_snapshots, max(0, reps - last))
-        chosen.update(torch.randperm(max(reps - last, 1), generator=gen)[:k].tolist() if k else [])
-        chosen.update(range(max(0, reps - last), reps))
-    changes: list[list[tuple[int, Any]]] = []  # the perturbation of each call, to rebuild its inputs
-    at_return: dict[int, tuple[Any, list[dict[str, Any]], str | None]] = {}
-    walls, reported, host = [], [], []
-    outliving = 0
-    for i in range(reps):
-        s = i % n
-        wall, msg = _timed_request(run, slot, encs[s], views[s], gen, f"sealed{i}")
-        changes.append(msg.body.pop("change"))
-        walls.append(wall)
-        r = msg.body
-        reported.append(_num(r.get("device_ms")))
-        host.append(_num(r.get("host_ms")))
-        outliving += int(r.get("threads_alive") or 0)
-        if r.get("launches") == 0 and slot == "main" and run.job["mode"] == "evaluate":
-            run.silent_calls.append(f"timed call {i}")
-        if i not in chosen:
-            protocol._close_all(msg.fds)
-            if device.type == "cuda":
-                sb.ask("release", run.left(), ids=[f"sealed{i}"], poison=False)
-            continue
-        if device.type == "cuda":
-            protocol._close_all(msg.fds)
-            at_return[i] = sb.outputs(sb.request("export", run.left(), out_id=f"sealed{i}"))
-        else:
-            at_return[i] = sb.outputs(msg)
-        sb.ask("export", run.left(), out_id=f"timed{i}", last=True)  # the live output, read again below
-    t0 = time.perf_counter_ns()
-    sb.ask("sync", run.left())
-    wall = judge.WallClock(calibration, walls, reported, (time.perf_counter_ns() - t0) / 1e6)
-    stats = timing.summarize(reported, host, int(warm.get("warmup") or 0)).as_dict()
-    problems: list[tuple[str, str]] = []
-    for i in sorted(at_return):
-        inputs = draw(i % n)
-        for j in range(i % n, i + 1, n):
-            inp.apply_perturbation(inputs, changes[j])
-        ref_out = reference_outputs(run, run.ref, inputs)
-        del inputs
-        out, facts, prob = sb.outputs(sb.request("export", run.left(), out_id=f"timed{i}"))
-        now = judge.compare(ref_out, out, facts, device, prob)
-        del out
-        out, facts, prob = at_return.pop(i)
-        then = judge.compare(ref_out, out, facts, device, prob)
-        del out, ref_out
-        free_cached(run)
-        if not then.passed and not now.passed:
-            problems.append(("timed_output_mismatch", f"timed call {i} (input set {i % n}): {then.detail}"))
-        elif not then.passed:
-            problems.append(("work_after_return", f"timed call {i}: its output was incomplete when forward "
-                             f"returned and was finished later ({then.detail})"))
-        elif not now.passed:
-            problems.append(("timed_output_mismatch", f"timed call {i} (input set {i % n}): its output was "
-                             f"right when the call returned and changed afterwards ({now.detail})"))
-    sb.ask("release", run.left(), ids=[f"timed{i}" for i in chosen] + [f"sealed{i}" for i in chosen], poison=False)
-    if outliving:
-        ended = int(sb.ask("threads_ended", run.left()).get("ended") or 0)
-        if ended:
-            problems.append(("work_after_return", f"{ended} thread(s) started inside timed calls were still "
-                             "running when forward returned and ended later"))
-    del views
-    for _, ids in uploaded:
-        sb.free(ids, run.left())
-    return wall.settle(stats, device.type), problems, wall
-
-
-def free_cached(run: Run) -> None:
-    """Give the checker's cached GPU blocks back: the sandbox allocates from the same device."""
-    if run.device.type == "cuda":
-        torch.cuda.empty_cache()
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -594,30 +419,83 @@ def phase_evidence(run: Run) -> bool:
     return not run.rejected()
 
 
+def pairs(job: dict[str, Any]) -> bool:
+    """Whether the candidate's timing is interleaved with the reference's (the job's `paired_eager`)."""
+    return (bool(job.get("paired_eager")) and job["mode"] == "evaluate" and job.get("timing", True)
+            and "eager" in (job.get("baselines") or ()))
+
+
+def reference_run(run: Run) -> Run | None:
+    """The reference, loaded and calibrated in its own sandbox (started with the job, so its imports
+    overlapped the candidate's build), for the paired timing; None if the job does not pair, or if that
+    sandbox failed (then the separately measured eager baseline stands, and the verdict says so)."""
+    if run.ref_sandbox is None:
+        return None
+    if run.ref_run is not None:
+        return run.ref_run
+    job = {**run.job, "mode": "baseline", "baselines": [], "keep_scratch": False}
+    sub = Run(job=job, verdict=VerdictBuilder(job.get("task_name", ""), job["backend"]), events=Events(None),
+              sandbox=run.ref_sandbox, backend=run.backend, device=run.device, task=run.task, seed=run.seed)
+    why = ""
+    try:
+        if not phase_compile(sub):
+            why = str(sub.verdict.get("reason") or sub.verdict.get("compiler_message") or sub.verdict.status)
+    except Exception as exc:  # only the task's reference runs there: any failure is ours, and is not fatal
+        why = f"{type(exc).__name__}: {exc}"
+    if why:
+        run.verdict.warn(f"the eager baseline could not be timed beside the candidate ({why[:300]}); the one "
+                         "measured on its own stands")
+        run.ref_sandbox.kill()
+        run.ref_sandbox = None
+        return None
+    run.ref_run = sub
+    return sub
+
+
+Timings = tuple[dict[str, Any], list[tuple[str, str]], judge.WallClock]
+
+
+def _take_timing(run: Run, plan: timing.TimingPlan, first: bool) -> tuple[Timings, Timings | None]:
+    """The candidate's timing, and the reference's taken beside it when the job pairs them."""
+    more = {"n_snapshots": 8 if run.tier == "thorough" else 1, "every_set": run.tier == "thorough"} if first else {}
+    ref_run = reference_run(run)
+    if ref_run is None:
+        return time_candidate(run, plan, recheck=run.checks, calibration=run.calibration, **more), None
+    return time_paired(run, ref_run, plan, recheck=run.checks, **more)
+
+
+def _spread(taken: tuple[Timings, Timings | None]) -> float:
+    return max(t[0]["spread_pct"] for t in taken if t is not None)
+
+
 def phase_timing(run: Run) -> bool:
     if not run.job.get("timing", True):
         return True
     run.enter("time")
     run.sb.ask("empty_cache", run.left())
     plan = timing.TimingPlan(**run.job.get("timing_plan", {}))
-    stats, problems, wall = time_candidate(run, plan, recheck=run.checks, calibration=run.calibration,
-                                           n_snapshots=8 if run.tier == "thorough" else 1,
-                                           every_set=run.tier == "thorough")
+    taken = _take_timing(run, plan, first=True)
+    (stats, problems, wall), ref = taken
     clock = wall.findings(run.device.type)
-    if clock or judge.unreliable(stats, run.device.type):
+    if clock or judge.unreliable(stats, run.device.type) or (ref and judge.unreliable(ref[0], run.device.type)):
         # Once more before believing the clock or the spread: a busy machine delays a round trip now and
-        # then, a forged timer or deferred work every time. Findings must recur; the steadier timing counts.
-        again, problems_again, wall_again = time_candidate(run, plan, recheck=run.checks,
-                                                           calibration=run.calibration)
-        problems += problems_again
-        recurring = {name for name, _ in wall_again.findings(run.device.type)}
+        # then, a forged timer or deferred work every time. Findings must recur; the steadier timing counts
+        # (a candidate's and its paired reference's stay together: they saw the same machine).
+        again = _take_timing(run, plan, first=False)
+        problems += again[0][1]
+        recurring = {name for name, _ in again[0][2].findings(run.device.type)}
         clock = [(name, reason) for name, reason in clock if name in recurring]
-        if again["spread_pct"] < stats["spread_pct"]:
-            stats, wall = again, wall_again
+        if _spread(again) < _spread(taken):
+            taken = again
+        (stats, _, wall), ref = taken
         if judge.unreliable(stats, run.device.type):
             judge.flag_unreliable(run.verdict, "the candidate", stats)
+        if ref and judge.unreliable(ref[0], run.device.type):
+            judge.flag_unreliable(run.verdict, "eager PyTorch (timed beside the candidate)", ref[0])
     wall.judge(run.verdict, run.device.type, findings=clock)
     run.verdict.set_timing("candidate", stats)
+    if ref is not None:
+        run.verdict.set_timing("eager", dict(ref[0], paired=True, wall_clock=ref[2].record()))
     seen: set[str] = set()
     for flag, detail in problems:
         if flag in seen:
@@ -853,6 +731,27 @@ def run_job(job: dict[str, Any], events: Events, sandbox: SandboxClient | None) 
     seed = job.get("seed")
     run = Run(job=job, verdict=verdict, events=events, sandbox=sandbox,
               seed=int(seed) if isinstance(seed, int) else inp.secret_seed())
+    if sandbox is not None and pairs(job):  # started now: its imports overlap the candidate's build
+        run.ref_sandbox = SandboxClient(env=dict(os.environ))
+        events.emit({"event": "reference_sandbox", "pid": run.ref_sandbox.proc.pid,
+                     "uid": run.ref_sandbox.identity.uid if run.ref_sandbox.identity else None})
+    try:
+        _dispatch(run)
+    finally:
+        if run.ref_sandbox is not None:
+            run.ref_sandbox.kill()
+            run.ref_sandbox.cleanup()
+    verdict.record(phase=run.phase)
+    run.enter("done")
+    for name, seconds in run.seconds.items():
+        verdict.time_phase(name, seconds)
+    verdict.record(seed=run.seed)
+    return verdict
+
+
+def _dispatch(run: Run) -> None:
+    """Run the job's phases; every failure becomes the verdict's status (never an exception out of here)."""
+    job, verdict, sandbox = run.job, run.verdict, run.sandbox
     try:
         torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32 for the reference and the baselines
         torch.backends.cudnn.allow_tf32 = False
@@ -893,12 +792,6 @@ def run_job(job: dict[str, Any], events: Events, sandbox: SandboxClient | None) 
         kind = "out_of_memory" if isinstance(exc, torch.OutOfMemoryError) else "error"
         verdict.set_status(kind, f"evaluator error during {run.phase}: {type(exc).__name__}: {str(exc)[:300]}")
         verdict.set_error(traceback.format_exc()[-3000:])
-    verdict.record(phase=run.phase)
-    run.enter("done")
-    for name, seconds in run.seconds.items():
-        verdict.time_phase(name, seconds)
-    verdict.record(seed=run.seed)
-    return verdict
 
 
 __all__ = ["PHASES", "Events", "Run", "evaluate", "run_job"]

@@ -7,16 +7,18 @@ before anyone reads them, so the sandbox cannot change an output after handing i
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import secrets
 import select
+import signal
 import socket
 import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,9 @@ class CandidateFailed(RuntimeError):
         self.where = str(error.get("where", ""))[:600]
 
 
+_STARTED = itertools.count()
+
+
 class SandboxClient:
     """One sandbox process per evaluation, started before the job arrives (imports overlap the wait)."""
 
@@ -83,7 +88,8 @@ class SandboxClient:
                 argv, cwd=self.scratch, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                 pass_fds=(there.fileno(),), start_new_session=True)
         # Before it runs any candidate code (that waits for the job): its own cgroup, and the quota's eye.
-        self.cgroup = containment.Cgroup.create(f"htam-sandbox-{os.getpid()}")
+        n = next(_STARTED)  # a checker may hold two sandboxes (the reference's, for paired timing)
+        self.cgroup = containment.Cgroup.create(f"htam-sandbox-{os.getpid()}" + (f"-{n}" if n else ""))
         if self.cgroup is not None and not self.cgroup.add(self.proc.pid):
             self.cgroup.kill()
             self.cgroup = None
@@ -333,6 +339,37 @@ class SandboxClient:
             os.killpg(self.proc.pid, 9)
         except (ProcessLookupError, PermissionError):
             pass
+
+    def _processes(self, keep: set[int], strays: bool) -> list[int]:
+        found = {self.proc.pid, *containment.descendants(self.proc.pid)}
+        if strays:  # escaped ones come back to the checker (a subreaper): all its others but `keep`'s
+            found |= set(containment.descendants(keep=keep))
+        if self.identity is not None:
+            found |= set(containment.processes_of(self.identity.uid))
+        return sorted(found - keep)
+
+    @contextlib.contextmanager
+    def paused(self, keep: set[int], strays: bool = True) -> Iterator[None]:
+        """Every process of this sandbox stopped for the block's duration (while another sandbox is timed,
+        so that nothing the candidate left running takes that sandbox's cores): its cgroup frozen, else
+        SIGSTOP to its own tree, its uid's processes and, with `strays` (the candidate's sandbox), the
+        checker's other descendants outside `keep` (the other sandbox's tree)."""
+        stopped: set[int] = set()
+        group = self.cgroup
+        frozen = group is not None and group.freeze(True)
+        try:
+            if not frozen:
+                for _ in range(20):  # until no new process appears: one may fork while we look
+                    todo = [p for p in self._processes(keep, strays) if p not in stopped]
+                    if not todo:
+                        break
+                    containment.signal_all(todo, signal.SIGSTOP)
+                    stopped.update(todo)
+            yield
+        finally:
+            if group is not None:  # thawed even when freezing timed out (it may have taken effect since)
+                group.freeze(False)
+            containment.signal_all(sorted(stopped), signal.SIGCONT)
 
     def kill(self) -> int:
         """Kill the sandbox and every process it started: its cgroup, every process of its uid, then every

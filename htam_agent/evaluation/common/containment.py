@@ -135,6 +135,11 @@ def kill_tree(root_pid: int | None, keep: set[int] | None = None, deadline_s: fl
     return len(killed)
 
 
+def signal_all(pids: list[int], sig: int) -> int:
+    """Send `sig` to each of `pids`; how many received it."""
+    return sum(_signal(p, sig) for p in pids)
+
+
 def _signal(pid: int, sig: int) -> bool:
     try:
         os.kill(pid, sig)
@@ -491,6 +496,24 @@ class Cgroup:
             return True
         except OSError:
             return False
+
+    def freeze(self, frozen: bool, deadline_s: float = 2.0) -> bool:
+        """cgroup.freeze: every process of the group stops (or runs again) at once, new children included;
+        True once the kernel reports the group's state as asked."""
+        try:
+            (self.path / "cgroup.freeze").write_text("1" if frozen else "0")
+        except OSError:
+            return False
+        want = f"frozen {int(frozen)}"
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end:
+            try:
+                if want in (self.path / "cgroup.events").read_text():
+                    return True
+            except OSError:
+                return False
+            time.sleep(0.0002)
+        return False
 
     def kill(self, deadline_s: float = 5.0) -> bool:
         """cgroup.kill, then wait until the group is empty and remove it; False if it is not empty."""

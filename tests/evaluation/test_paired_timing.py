@@ -1,0 +1,168 @@
+"""Paired timing: the eager baseline timed beside the candidate, one estimator for both, the candidate frozen.
+
+The estimator is pure (judge.settle_pair); freezing and the interleaved timing run on real sandbox
+processes (tests/evaluation/sandbox_harness.py), with a plain Python candidate and the task's reference.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from sandbox_harness import python_candidate_run
+
+from htam_agent.evaluation.checker import judge, timing
+from htam_agent.evaluation.checker import phases as checker
+from htam_agent.evaluation.checker.timed_calls import time_paired
+from htam_agent.evaluation.common import containment
+from htam_agent.evaluation.common.verdict import VerdictBuilder
+from htam_agent.evaluation.runner import EvalOptions
+from htam_agent.evaluation.tasks import load_task
+
+ROOT = Path(__file__).resolve().parents[2]
+TASK = ROOT / "htam_agent/bundled_tasks/suite/elementwise_leaky_relu.py"
+
+
+def _clock(walls: list[float], reported: list[float]) -> judge.WallClock:
+    return judge.WallClock(calibration=[1.0] * 25, walls=walls, reported=reported)
+
+
+def _stats(median: float) -> dict:
+    return {"median_ms": median, "in_process_median_ms": median, "spread_pct": 5.0}
+
+
+def test_honest_pair_keeps_both_in_process_figures():
+    # Same overhead beyond the call on both sides (1 ms, a little noise): neither figure moves.
+    ref = _clock([3.0 + 0.01 * (i % 3) for i in range(40)], [2.0] * 40)
+    cand = _clock([3.02 + 0.01 * (i % 3) for i in range(40)], [2.0] * 40)
+    c, r = judge.settle_pair(_stats(2.0), cand, _stats(2.0), ref, "cpu")
+    assert (c["clock"], r["clock"]) == ("in_process", "in_process")
+    assert c["median_ms"] == 2.0 and r["median_ms"] == 2.0
+
+
+def test_a_clock_that_hides_time_is_corrected_by_what_it_hid():
+    # The candidate reports 1 ms for calls the checker saw take as long as the reference's 2 ms ones.
+    ref = _clock([3.0] * 40, [2.0] * 40)
+    cand = _clock([3.0] * 40, [1.0] * 40)
+    c, r = judge.settle_pair(_stats(1.0), cand, _stats(2.0), ref, "cpu")
+    assert c["clock"] == "checker" and r["clock"] == "in_process"
+    assert c["median_ms"] == pytest.approx(2.0, abs=1e-6)
+    assert c["beyond_call_excess_ms"] == pytest.approx(1.0)
+
+
+def test_a_small_hidden_share_within_the_slack_stands():
+    # 5% hidden, under the CPU's 10% slack: believed (a forged clock gains at most the slack).
+    ref = _clock([3.0] * 40, [2.0] * 40)
+    cand = _clock([3.0] * 40, [1.9] * 40)
+    c, _ = judge.settle_pair(_stats(1.9), cand, _stats(2.0), ref, "cpu")
+    assert c["clock"] == "in_process" and c["median_ms"] == 1.9
+    c, _ = judge.settle_pair(_stats(1.9), cand, _stats(2.0), ref, "cuda")  # 5% on a GPU: at the edge
+    assert c["median_ms"] == 1.9
+    cand = _clock([3.0] * 40, [1.8] * 40)
+    c, _ = judge.settle_pair(_stats(1.8), cand, _stats(2.0), ref, "cuda")
+    assert c["clock"] == "checker" and c["median_ms"] == pytest.approx(2.0)
+
+
+def test_the_paired_eager_figure_stands_and_the_separate_one_is_kept_beside_it():
+    v = VerdictBuilder("relu", "cpp")
+    v.set_compile(compiled=True, seconds=0.1)
+    v.set_correct(True)
+    v.set_status("accepted")
+    v.set_timing("candidate", {"median_ms": 1.0})
+    v.set_timing("eager", {"median_ms": 2.0, "paired": True})
+    out = v.finalize_job({"baseline": {"status": "accepted", "timing": {"eager": {"median_ms": 3.0},
+                                                                        "compile": {"median_ms": 4.0}}}})
+    assert out["timing"]["eager"]["median_ms"] == 2.0 and out["timing"]["eager"]["separate_median_ms"] == 3.0
+    assert out["speedup_vs_eager"] == 2.0 and out["speedup_vs_compile"] == 4.0
+
+
+def test_pairing_is_on_for_the_cpu_and_off_on_a_gpu_by_default():
+    assert EvalOptions(backend="cpp").pairs_eager()
+    assert not EvalOptions(backend="cuda").pairs_eager()
+    assert EvalOptions(backend="cuda", paired_eager=True).pairs_eager()
+    assert not EvalOptions(backend="cpp", baselines=("compile",)).pairs_eager()  # nothing to pair with
+    assert not EvalOptions(backend="cpp", timing=False).pairs_eager()
+    assert EvalOptions(backend="cpp").key_fields()["paired_eager"] is True
+    assert "paired_eager" not in EvalOptions(backend="cpp", paired_eager=False).key_fields()
+
+
+SPINNER = '''
+import os, subprocess, sys, time
+import torch
+
+PATH = os.path.join(os.environ["HOME"], "beats.txt")
+# A process of the candidate's that keeps working between its calls (it could burn the cores the
+# reference is timed on): it writes a beat every 5 ms.
+_child = subprocess.Popen([sys.executable, "-c",
+    "import time\\nwhile True:\\n    open(%r, 'a').write('x')\\n    time.sleep(0.005)" % PATH])
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self, *args):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.nn.functional.leaky_relu(x, 0.01)
+'''
+
+
+def _beats(run: checker.Run) -> int:
+    try:
+        return (run.sb.scratch / "beats.txt").stat().st_size
+    except OSError:
+        return 0
+
+
+@pytest.mark.parametrize("by", ["cgroup", "signals"])
+def test_paused_stops_every_process_of_the_sandbox_and_resumes_them(tmp_path: Path, by: str):
+    task = load_task(TASK, size="small")
+    with python_candidate_run(SPINNER, task, tmp_path) as run:
+        group = run.sb.cgroup
+        if by == "cgroup" and group is None:
+            pytest.skip("no writable cgroup v2 tree here: the signals path is the one in use")
+        if by == "signals":
+            run.sb.cgroup = None  # as where cgroup v2 is not writable (restored for the kill)
+        end = time.monotonic() + 20
+        while _beats(run) < 3 and time.monotonic() < end:
+            time.sleep(0.02)
+        assert _beats(run) >= 3, "the candidate's child never started"
+        keep = set(containment.children()) - {run.sb.proc.pid}  # this test's other children stay running
+        with run.sb.paused(keep):
+            time.sleep(0.05)
+            before = _beats(run)
+            time.sleep(0.3)
+            assert _beats(run) == before, "a process of the sandbox ran while it was paused"
+        time.sleep(0.3)
+        assert _beats(run) > before, "the sandbox's processes were not resumed"
+        run.sb.cgroup = group
+
+
+def test_paired_timing_interleaves_and_freezes(tmp_path: Path):
+    """The reference in a second real sandbox, timed beside a candidate that computes the same thing
+    (and leaves a busy child running): the same number of calls each, the reference's figure in-process,
+    the two within a sane factor."""
+    task = load_task(TASK, size="small")
+    with python_candidate_run(SPINNER, task, tmp_path) as run:
+        run.calibration = []
+        ref_sb = checker.SandboxClient(env=dict(os.environ))
+        try:
+            run.ref_sandbox = ref_sb
+            run.job.update(task_source=TASK.read_text(), task_path=str(TASK), task_name=task.name,
+                           backend="cpp", timing=True, baselines=["eager"], paired_eager=True)
+            ref_run = checker.reference_run(run)
+            assert ref_run is not None, run.verdict.get("warnings")
+            assert ref_run.calibration, "the reference's sandbox was not calibrated"
+            run.calibration = ref_run.calibration  # the candidate's own was made before its import in a real job
+            plan = timing.TimingPlan(target_s=0.2, min_reps=16, max_reps=32, warmup_s=0.02)
+            (c, problems, c_wall), (r, _, r_wall) = time_paired(run, ref_run, plan, recheck=True)
+        finally:
+            ref_sb.kill()
+            ref_sb.cleanup()
+    assert not problems, problems
+    assert c["reps"] == r["reps"] >= 16
+    assert len(c_wall.walls) == len(r_wall.walls) == c["reps"]
+    assert r["clock"] == "in_process" and "beyond_call_excess_ms" in c
+    assert 0.2 < c["median_ms"] / r["median_ms"] < 5, (c["median_ms"], r["median_ms"])
+
