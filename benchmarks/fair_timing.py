@@ -63,29 +63,41 @@ def main() -> None:
     ap.add_argument("--backend", default="cpp", choices=("cpp", "cuda"))
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--build-root", default=None)
+    ap.add_argument("--pairing", default="auto", choices=("auto", "on", "off"),
+                    help="the evaluator's pairing of candidate and eager timings (auto: on for cpp)")
     args = ap.parse_args()
     task_source = Path(args.task).read_text()
     if "import torch\n" not in task_source:
         task_source = "import torch\n" + task_source
     source = task_source + (CPP_TOUCH if args.backend == "cpp" else CUDA_TOUCH) + WRAPPER
     build_root = args.build_root or tempfile.mkdtemp(prefix="htam-fair-")
-    ev = Evaluator(EvalOptions(backend=args.backend, tier="bare", build_root=build_root), store=None)
+    pairing = {"on": True, "off": False}.get(args.pairing)
+    ev = Evaluator(EvalOptions(backend=args.backend, tier="bare", build_root=build_root, paired_eager=pairing),
+                   store=None)
     cand = Candidate(task_path=args.task, source=source)
-    ratios = []
+    ratios: list[float] = []
+    separate: list[float] = []  # against the eager baseline measured on its own, minutes apart
     for r in range(args.repeats):
         base = ev.baseline(cand, fresh=True)
         v = ev.evaluate(cand, use_store=False)
         if not v["accepted"]:
             raise SystemExit(f"the wrapped reference was not accepted: {v['reason']}")
-        c, e = v["timing"]["candidate"], base["timing"]["eager"]
+        c, e, alone = v["timing"]["candidate"], v["timing"]["eager"], base["timing"]["eager"]
         ratios.append(c["median_ms"] / e["median_ms"])
+        separate.append(c["median_ms"] / alone["median_ms"])
         print(json.dumps({"round": r, "candidate_ms": c["median_ms"], "eager_ms": e["median_ms"],
-                          "ratio": round(ratios[-1], 4), "candidate_clock": c.get("clock"),
-                          "eager_clock": e.get("clock"), "candidate_spread_pct": c.get("spread_pct"),
-                          "eager_spread_pct": e.get("spread_pct")}), flush=True)
+                          "ratio": round(ratios[-1], 4), "paired": bool(e.get("paired")),
+                          "eager_alone_ms": alone["median_ms"], "ratio_to_alone": round(separate[-1], 4),
+                          "candidate_clock": c.get("clock"), "eager_clock": e.get("clock"),
+                          "candidate_spread_pct": c.get("spread_pct"), "eager_spread_pct": e.get("spread_pct"),
+                          "candidate_min_ms": c.get("min_ms"), "eager_min_ms": e.get("min_ms"),
+                          "candidate_reps": c.get("reps"), "eager_reps": e.get("reps")}),
+              flush=True)
     print(json.dumps({"task": Path(args.task).stem, "backend": args.backend, "machine": platform.node(),
                       "rounds": len(ratios), "median_ratio": round(statistics.median(ratios), 4),
-                      "min_ratio": round(min(ratios), 4), "max_ratio": round(max(ratios), 4)}))
+                      "min_ratio": round(min(ratios), 4), "max_ratio": round(max(ratios), 4),
+                      "median_ratio_to_alone": round(statistics.median(separate), 4),
+                      "min_ratio_to_alone": round(min(separate), 4), "max_ratio_to_alone": round(max(separate), 4)}))
 
 
 if __name__ == "__main__":
