@@ -48,6 +48,8 @@ from .sandbox_client import (  # noqa: E402
 from .timed_calls import calibrate, free_cached, reference_outputs, time_candidate, time_paired  # noqa: E402
 
 COMPILE_PHASES = ("start", "compile", "baseline_compile")  # torch.compile's own compile counts as one
+
+
 class Events:
     """JSON lines to the parent on a pipe only the checker holds: phase changes, then the verdict."""
 
