@@ -1,7 +1,8 @@
 """The checker process: `python -m htam_agent.evaluation.checker --result-fd N` (runner.py starts it; job JSON on stdin).
 
-It becomes a child subreaper, starts its sandbox at once (both import torch while the job is on its way),
-runs the phases (`phases.py`), adds what it learns once the sandbox is gone (its stderr, processes that
+It becomes a child subreaper and starts its sandbox before it imports torch itself, so that the two imports
+run side by side (on two cores: the slower of them, not their sum) while the job is on its way; then it runs
+the phases (`phases.py`), adds what it learns once the sandbox is gone (its stderr, processes that
 outlived it) and the job's baseline and identity, finalizes the verdict once, and writes it on the pipe
 only it holds.
 """
@@ -15,10 +16,7 @@ import time
 
 _T_START = time.perf_counter()
 from ..common import containment  # noqa: E402
-from .phases import Events, run_job  # noqa: E402 (imports torch and what the baselines patch)
-from .sandbox_client import SandboxClient  # noqa: E402
-
-_T_IMPORTED = time.perf_counter()
+from .sandbox_client import SandboxClient  # noqa: E402 (the standard library only: no torch yet)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,10 +24,14 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) < 2 or argv[0] != "--result-fd":
         print("usage: python -m htam_agent.evaluation.checker --result-fd N (job JSON on stdin)", file=sys.stderr)
         return 2
-    events = Events(int(argv[1]))
+    result_fd = int(argv[1])
     containment.become_subreaper()
     containment.make_undumpable()
-    sandbox = SandboxClient(env=dict(os.environ))  # starts now: its imports overlap the wait for the job
+    sandbox = SandboxClient(env=dict(os.environ))  # starts now: its imports overlap ours and the wait for the job
+    from .phases import Events, run_job  # imports torch, beside the sandbox's own import of it
+
+    imports = round(time.perf_counter() - _T_START, 3)
+    events = Events(result_fd)
     # Who to sweep if this checker is killed from outside (the parent's limit): the sandbox's uid and pid.
     events.emit({"event": "sandbox", "pid": sandbox.proc.pid,
                  "uid": sandbox.identity.uid if sandbox.identity else None})
@@ -44,7 +46,6 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(os.getcwd(), ignore_errors=True)
         os._exit(0)
     job = json.loads(line)
-    imports = round(_T_IMPORTED - _T_START, 3)
     keep = bool(job.get("keep_scratch")) and job["mode"] != "baseline"
     verdict = run_job(job, events, sandbox)
     verdict.time_phase("imports", imports)

@@ -26,10 +26,10 @@ from typing import Any
 
 import torch  # noqa: E402
 
-# Modules the baselines use patch torch when first imported (dynamo wraps torch.manual_seed): import them
-# up front, where a pre-started checker hides the cost.
-import torch._dynamo  # noqa: E402, F401
-import torch.profiler  # noqa: E402, F401
+# torch._dynamo is not imported up front: torch.compile runs only in a baseline's sandbox, this process has no
+# tamper snapshot that dynamo's patches (it wraps torch.manual_seed) could upset, and only the roofline of an
+# accepted candidate needs it (FlopCounterMode imports it). It was 1.1 s of every checker's 3 s of imports.
+import torch.autograd.profiler  # noqa: E402, F401
 import torch.utils.flop_counter  # noqa: E402, F401
 
 from ..backends import get_backend  # noqa: E402
@@ -296,8 +296,10 @@ def _baseline_inductor_dir(run: Run) -> str | None:
     return folder
 
 
-def phase_compile(run: Run) -> bool:
-    """Import the candidate in the sandbox (its builds run there), after calibrating the checker's clock."""
+def phase_compile(run: Run, calibrate_clock: bool = True) -> bool:
+    """Import the candidate in the sandbox (its builds run there), after calibrating the checker's clock
+    (`calibrate_clock=False` for the paired reference's sandbox: `judge.settle_pair` compares each side's
+    requests with the other's at the same moments, and needs no no-op requests)."""
     v, job, sb = run.verdict, run.job, run.sb
     run.enter("compile")
     ready = sb.wait_ready(run.left())
@@ -314,7 +316,7 @@ def phase_compile(run: Run) -> bool:
     v.record(sandbox={"user": sb.user_text, "confinement": str(reply.get("confinement"))[:300]})
     run.ref, init = build_reference(run.task, run.device)
     timed = job["mode"] in ("evaluate", "baseline") and job.get("timing", True)
-    run.calibration = calibrate(run) if timed else []  # before any code but ours runs in the sandbox
+    run.calibration = calibrate(run) if timed and calibrate_clock else []  # before any code but ours runs there
     t0 = time.perf_counter()
     try:
         if job["mode"] == "baseline":  # the reference itself, timed in a sandbox of its own like a candidate
@@ -428,9 +430,12 @@ def pairs(job: dict[str, Any]) -> bool:
 
 
 def reference_run(run: Run) -> Run | None:
-    """The reference, loaded and calibrated in its own sandbox (started with the job, so its imports
-    overlapped the candidate's build), for the paired timing; None if the job does not pair, or if that
-    sandbox failed (then the separately measured eager baseline stands, and the verdict says so)."""
+    """The reference, loaded in its own sandbox (started with the job, so its imports overlapped the
+    candidate's build), for the paired timing; None if the job does not pair, or if that sandbox failed
+    (then the separately measured eager baseline stands, and the verdict says so). Not calibrated: the
+    paired estimator (`judge.settle_pair`) takes each side's in-process median and compares what the two
+    sides' requests took beyond their calls, request by request, so 25 no-op requests would be spent for
+    nothing (0.4-0.7 s with their flushes on the 2-core VM)."""
     if run.ref_sandbox is None:
         return None
     if run.ref_run is not None:
@@ -440,7 +445,7 @@ def reference_run(run: Run) -> Run | None:
               sandbox=run.ref_sandbox, backend=run.backend, device=run.device, task=run.task, seed=run.seed)
     why = ""
     try:
-        if not phase_compile(sub):
+        if not phase_compile(sub, calibrate_clock=False):
             why = str(sub.verdict.get("reason") or sub.verdict.get("compiler_message") or sub.verdict.status)
     except Exception as exc:  # only the task's reference runs there: any failure is ours, and is not fatal
         why = f"{type(exc).__name__}: {exc}"

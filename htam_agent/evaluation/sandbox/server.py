@@ -25,7 +25,7 @@ from typing import Any
 
 _T_START = time.perf_counter()
 import torch  # noqa: E402
-import torch.profiler  # noqa: E402, F401
+import torch.autograd.profiler  # noqa: E402, F401
 
 from ..backends import get_backend  # noqa: E402
 from ..common import containment, observe, protocol  # noqa: E402
@@ -34,8 +34,8 @@ from . import build_cache, probe  # noqa: E402
 
 
 def _warm_profiler() -> None:
-    """The profiler's first use imports and initialises seconds of machinery: do it before the job."""
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+    """The profiler's first use initialises Kineto: do it before the job (the API observe.aten_ops uses)."""
+    with torch.autograd.profiler.profile(use_cpu=True, use_kineto=True):
         torch.zeros(2).add_(1)
 
 
