@@ -1,6 +1,7 @@
 """Fair timing: the same computation timed as a candidate and as the eager baseline must get the same time.
 
     python benchmarks/fair_timing.py [--task htam_agent/bundled_tasks/suite/norm_rmsnorm.py] [--backend cpp] [--repeats 5]
+        [--size small] [--pairing auto|on|off]
 
 The candidate is the task's own `Model`, wrapped in a `ModelNew` that also launches one tiny kernel of the
 backend (so it is a valid candidate), evaluated in the `bare` tier (trials and timing only); the eager
@@ -63,6 +64,7 @@ def main() -> None:
     ap.add_argument("--backend", default="cpp", choices=("cpp", "cuda"))
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--build-root", default=None)
+    ap.add_argument("--size", default=None, help="the task's size (default: the backend's default size)")
     ap.add_argument("--pairing", default="auto", choices=("auto", "on", "off"),
                     help="the evaluator's pairing of candidate and eager timings (auto: on for cpp)")
     args = ap.parse_args()
@@ -72,8 +74,10 @@ def main() -> None:
     source = task_source + (CPP_TOUCH if args.backend == "cpp" else CUDA_TOUCH) + WRAPPER
     build_root = args.build_root or tempfile.mkdtemp(prefix="htam-fair-")
     pairing = {"on": True, "off": False}.get(args.pairing)
-    ev = Evaluator(EvalOptions(backend=args.backend, tier="bare", build_root=build_root, paired_eager=pairing),
-                   store=None)
+    # eager only: the ratio compares the candidate with eager PyTorch, and a torch.compile baseline per round
+    # would add minutes of inductor compilation on a GPU host for a figure nobody reads here
+    ev = Evaluator(EvalOptions(backend=args.backend, tier="bare", build_root=build_root, paired_eager=pairing,
+                               size=args.size, baselines=("eager",)), store=None)
     cand = Candidate(task_path=args.task, source=source)
     ratios: list[float] = []
     separate: list[float] = []  # against the eager baseline measured on its own, minutes apart
@@ -93,7 +97,8 @@ def main() -> None:
                           "candidate_min_ms": c.get("min_ms"), "eager_min_ms": e.get("min_ms"),
                           "candidate_reps": c.get("reps"), "eager_reps": e.get("reps")}),
               flush=True)
-    print(json.dumps({"task": Path(args.task).stem, "backend": args.backend, "machine": platform.node(),
+    print(json.dumps({"task": Path(args.task).stem, "backend": args.backend, "size": args.size,
+                      "machine": platform.node(),
                       "rounds": len(ratios), "median_ratio": round(statistics.median(ratios), 4),
                       "min_ratio": round(min(ratios), 4), "max_ratio": round(max(ratios), 4),
                       "median_ratio_to_alone": round(statistics.median(separate), 4),

@@ -15,7 +15,7 @@ from sandbox_harness import python_candidate_run
 
 from htam_agent.evaluation.checker import judge, timing
 from htam_agent.evaluation.checker import phases as checker
-from htam_agent.evaluation.checker.timed_calls import time_paired
+from htam_agent.evaluation.checker.timed_calls import paired_reps, reps_for, time_paired
 from htam_agent.evaluation.common import containment
 from htam_agent.evaluation.common.verdict import VerdictBuilder
 from htam_agent.evaluation.runner import EvalOptions
@@ -31,6 +31,15 @@ def _clock(walls: list[float], reported: list[float]) -> judge.WallClock:
 
 def _stats(median: float) -> dict:
     return {"median_ms": median, "in_process_median_ms": median, "spread_pct": 5.0}
+
+
+def test_paired_sides_share_the_plans_budget_of_calls():
+    """Pairing must not double the timed calls of a verdict: each side gets half of what one slot alone would
+    (rounded up), never fewer than the plan's minimum."""
+    plan = timing.TimingPlan(target_s=0.5, min_reps=10, max_reps=200)
+    assert reps_for(plan, 0.1) == 200 and paired_reps(plan, 0.1) == 100
+    assert reps_for(plan, 9.0) == 55 and paired_reps(plan, 9.0) == 28
+    assert reps_for(plan, 80.0) == 10 and paired_reps(plan, 80.0) == 10  # the minimum holds per side
 
 
 def test_honest_pair_keeps_both_in_process_figures():
