@@ -87,11 +87,16 @@ def test_page_renders_starts_a_run_updates_and_resumes_on_a_button(ui_env: Path,
             b.wait_for("document.querySelector('#run-status').innerText.includes('finished')", 600, "the run's end")
             b.wait_for(f"(() => {{ const s = {PLOT_SRC}; return s && s !== {json.dumps(first_plot)}; }})()", 120,
                        "the plot to show step 1")
-            assert "class ModelNew" in b.eval("document.querySelector('#best-code').innerText")
+            # CodeMirror renders only the lines in view, so the panel's text is the best kernel's first lines
+            shown = b.eval("document.querySelector('#best-code').innerText")
             assert "best: candidate" in b.text("#best-verdict") and "roofline fraction" in b.text("#best-verdict")
             shot = b.screenshot(shots / "03_finished.png")
         run = manager.view()
         assert run.result is not None and [s.step for s in run.steps if s.done] == [0, 1]
+        best = run.bests()[-1].code
+        assert "class ModelNew" in best
+        first = [line.strip() for line in best.splitlines() if line.strip()][:3]
+        assert all(line in shown for line in first), (first, shown[:400])  # the panel shows that kernel
         assert [a.number for a in run.attempts] == [1, 2]
         assert shot.stat().st_size > 10_000  # docs/htam_ui.png is this screenshot
     finally:
