@@ -197,7 +197,8 @@ def test_timing_and_eager_baseline_are_reported(build_root, relu_task, tmp_path)
     again = ev.evaluate(candidate("pass", relu_task))
     assert again["key"] == v["key"]
     assert bool(again.get("cached")) is storable(v)
-    assert (v["key"] in store) is storable(v)
+    # stored if either measurement was steady (a re-measured one that was steady is stored under the same key)
+    assert (v["key"] in store) is (storable(v) or storable(again))
 
 
 def test_verdict_without_timing_is_replayed_from_the_store(build_root, relu_task, tmp_path):

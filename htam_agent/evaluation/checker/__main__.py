@@ -28,7 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     containment.become_subreaper()
     containment.make_undumpable()
     sandbox = SandboxClient(env=dict(os.environ))  # starts now: its imports overlap ours and the wait for the job
-    from .phases import Events, run_job  # imports torch, beside the sandbox's own import of it
+    try:
+        from .phases import Events, run_job  # imports torch, beside the sandbox's own import of it
+    except BaseException:  # a broken install: the sandbox must not outlive this process
+        sandbox.kill()
+        sandbox.cleanup()
+        raise
 
     imports = round(time.perf_counter() - _T_START, 3)
     events = Events(result_fd)
