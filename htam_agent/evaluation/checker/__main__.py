@@ -37,10 +37,13 @@ def main(argv: list[str] | None = None) -> int:
 
     imports = round(time.perf_counter() - _T_START, 3)
     events = Events(result_fd)
-    # Who to sweep if this checker is killed from outside (the parent's limit): the sandbox's uid and pid.
-    events.emit({"event": "sandbox", "pid": sandbox.proc.pid,
-                 "uid": sandbox.identity.uid if sandbox.identity else None})
-    line = sys.stdin.readline()
+    try:
+        # Who to sweep if this checker is killed from outside (the parent's limit): the sandbox's uid and pid.
+        events.emit({"event": "sandbox", "pid": sandbox.proc.pid,
+                     "uid": sandbox.identity.uid if sandbox.identity else None})
+        line = sys.stdin.readline()
+    except OSError:  # the parent is gone (killed while this spare was still importing): as with no job
+        line = ""
     if not line.strip():  # no job (the parent is done): nothing of ours may stay, the parent's folder neither
         sandbox.kill()
         sandbox.cleanup()
