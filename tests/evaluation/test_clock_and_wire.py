@@ -3,7 +3,12 @@ clock can still gain, what no honest process can report, and what the decoder re
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import fcntl
 import json
+import mmap
+import os
 import socket
 
 import pytest
@@ -110,3 +115,78 @@ def test_a_slow_round_trip_after_the_last_call_is_not_work_after_return():
     busy = VerdictBuilder("t", "cpp")
     judge.WallClock(loaded, [7.0] * 30, [2.0] * 30, drain_ms=40.0).judge(busy, "cpu")
     assert "work_after_return" in {f["name"] for f in busy.get("flags")}
+
+
+# -- sealing an output while the kernel holds its pages -----------------------------------------------------
+
+
+class _iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+def _pin_pages(fd: int, nbytes: int) -> int:
+    """Pin a memfd's pages the way the kernel's own users do (vmsplice into a pipe nobody reads): until the
+    pipe is drained, F_SEAL_WRITE on that file fails with EBUSY. Returns the pipe's read end."""
+    r, w = os.pipe()
+    m = mmap.mmap(fd, nbytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    buf = (ctypes.c_char * nbytes).from_buffer(m)
+    iov = _iovec(ctypes.addressof(buf), min(nbytes, 4096))
+    assert ctypes.CDLL(None, use_errno=True).vmsplice(w, ctypes.byref(iov), 1, 0) > 0
+    del buf
+    m.close()
+    os.close(w)
+    return r
+
+
+class _PinningFcntl:
+    """protocol's `fcntl`, except that the first `pins` seals find the file's pages pinned (for real)."""
+
+    def __init__(self, pins: int) -> None:
+        self.pins, self.pipes, self.seals = pins, [], 0
+
+    def __getattr__(self, name: str):
+        return getattr(fcntl, name)
+
+    def fcntl(self, fd: int, cmd: int, arg: int = 0):
+        if cmd == fcntl.F_ADD_SEALS:
+            self.seals += 1
+            if self.seals <= self.pins:
+                self.pipes.append(_pin_pages(fd, os.fstat(fd).st_size))
+        return fcntl.fcntl(fd, cmd, arg)
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="memfd is Linux-only")
+def test_an_output_whose_pages_are_briefly_pinned_is_sealed_on_a_fresh_copy(monkeypatch):
+    torch = pytest.importorskip("torch")
+    fake = _PinningFcntl(pins=1)
+    monkeypatch.setattr(protocol, "fcntl", fake)
+    before, fds = _open_fds(), []
+    t = torch.arange(3000, dtype=torch.float32)
+    desc = protocol.export_cpu_sealed(t, fds)
+    for r in fake.pipes:
+        os.close(r)
+    assert fake.seals == 2 and len(fds) == 1  # the kernel refused the first file, the second was sealed
+    got, m = protocol.map_cpu(desc, fds, writable=False)
+    assert torch.equal(got, t)
+    del got
+    m.close()
+    os.close(fds[0])
+    assert _open_fds() == before  # the refused file was closed
+
+
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="memfd is Linux-only")
+def test_an_output_that_stays_pinned_fails_with_a_clear_error_and_leaks_nothing(monkeypatch):
+    torch = pytest.importorskip("torch")
+    fake = _PinningFcntl(pins=protocol.SEAL_ATTEMPTS)
+    monkeypatch.setattr(protocol, "fcntl", fake)
+    before, fds = _open_fds(), []
+    with pytest.raises(OSError, match="stayed pinned through") as info:
+        protocol.export_cpu_sealed(torch.ones(100), fds)
+    for r in fake.pipes:
+        os.close(r)
+    assert info.value.errno == errno.EBUSY and fds == [] and fake.seals == protocol.SEAL_ATTEMPTS
+    assert _open_fds() == before

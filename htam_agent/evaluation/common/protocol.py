@@ -17,12 +17,14 @@ Imports only torch and the standard library.
 from __future__ import annotations
 
 import base64
+import errno
 import fcntl
 import json
 import mmap
 import os
 import socket
 import struct
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,10 +157,36 @@ def _byte_view(t: Any) -> Any:
     return t.view(torch.uint8) if t.element_size() == 1 else t.view(-1).view(torch.uint8)
 
 
+SEAL_ATTEMPTS = 4  # fresh memfds tried when the kernel refuses a seal because the file's pages are pinned
+
+
 def export_cpu_sealed(t: Any, fds: list[int]) -> dict[str, Any]:
-    """Copy a CPU tensor into a fresh memfd, seal it against writes and register the fd to send."""
+    """Copy a CPU tensor into a fresh memfd, seal it against writes and register the fd to send.
+
+    F_SEAL_WRITE fails with EBUSY when some page of the file holds an extra reference for ~150 ms (the
+    kernel's own wait): a pin (vmsplice, O_DIRECT, RDMA) or the kernel's passing work on the page. It
+    happened once in a CI run, before any candidate code was loaded, so it is retried on a fresh file with
+    fresh pages, a little later each time; only a file that stays busy through every attempt fails.
+    """
     t = t.detach()
     nbytes = t.numel() * t.element_size()
+    for attempt in range(SEAL_ATTEMPTS):
+        try:
+            fd = _sealed_copy(t, nbytes)
+            break
+        except OSError as exc:
+            if exc.errno != errno.EBUSY:
+                raise
+            if attempt == SEAL_ATTEMPTS - 1:
+                raise OSError(errno.EBUSY, f"an output of {nbytes} bytes could not be sealed against writes: its "
+                              f"pages stayed pinned through {SEAL_ATTEMPTS} fresh copies") from exc
+            time.sleep(0.02 * 2**attempt)
+    fds.append(fd)
+    return {"kind": "cpu_sealed", "fd": len(fds) - 1, "dtype": dtype_name(t.dtype), "shape": list(t.shape),
+            "nbytes": nbytes}
+
+
+def _sealed_copy(t: Any, nbytes: int) -> int:
     fd = os.memfd_create("htam-out", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
         if nbytes:
@@ -172,9 +200,7 @@ def export_cpu_sealed(t: Any, fds: list[int]) -> dict[str, Any]:
     except BaseException:
         os.close(fd)
         raise
-    fds.append(fd)
-    return {"kind": "cpu_sealed", "fd": len(fds) - 1, "dtype": dtype_name(t.dtype), "shape": list(t.shape),
-            "nbytes": nbytes}
+    return fd
 
 
 def new_cpu_shared(shape: list[int], dtype: Any, fds: list[int]) -> tuple[Any, dict[str, Any], Any]:
