@@ -81,8 +81,11 @@ def test_the_architecture_doc_shows_the_same_layers():
 
 
 # -- inside the evaluator: one room per process ---------------------------------------------------------
-# `evaluation/` holds three processes and the leaves they share (docs/evaluation.md):
-# - the parent: the modules directly in `evaluation/` (runner, gateway, store, readout, options, __main__);
+# `evaluation/` holds four processes and the leaves they share (docs/evaluation.md):
+# - the parent: the modules directly in `evaluation/` (runner, gateway, store, readout, options, forkserver,
+#   __main__);
+# - the launcher (trusted, forks pre-imported checkers): `evaluation/launcher/`, the one room that imports
+#   both the checker and the sandbox, and that nothing imports (the parent starts it by module name);
 # - the checker (trusted): `evaluation/checker/`;
 # - the sandbox (untrusted, runs the candidate): `evaluation/sandbox/`;
 # - shared leaves, imported by all three and importing none of them: `evaluation/common/` (the wire
@@ -117,11 +120,11 @@ def _targets(path: Path) -> set[str]:
 
 
 def _room(module: str) -> str | None:
-    """parent, checker, sandbox or shared for a module of the evaluator; None outside it."""
+    """parent, launcher, checker, sandbox or shared for a module of the evaluator; None outside it."""
     if not module.startswith("htam_agent.evaluation."):
         return None
     first = module.split(".")[2]
-    if first in ("checker", "sandbox"):
+    if first in ("launcher", "checker", "sandbox"):
         return first
     if first in SHARED:
         return "shared"
@@ -138,10 +141,11 @@ def _edges() -> dict[str, set[str]]:
 def test_the_rooms_are_what_the_comment_says():
     edges = _edges()
     rooms = {_room(_module_of(EVALUATION / f)) for f in edges if f != "__init__.py"}
-    assert rooms == {"parent", "checker", "sandbox", "shared"}
+    assert rooms == {"parent", "launcher", "checker", "sandbox", "shared"}
     # the parser sees real edges (a check that saw none would pass vacuously)
     assert "shared" in edges["checker/phases.py"] and "shared" in edges["sandbox/server.py"]
     assert "checker" in edges["checker/__main__.py"] and "shared" in edges["runner.py"]
+    assert {"checker", "sandbox"} <= edges["launcher/__main__.py"]
 
 
 def test_the_sandbox_never_imports_the_checker_nor_the_parent():
@@ -152,8 +156,15 @@ def test_the_sandbox_never_imports_the_checker_nor_the_parent():
 
 def test_the_checker_never_imports_the_sandbox_nor_the_parent():
     bad = sorted(f"{f} imports the {r}" for f, rs in _edges().items() if f.startswith("checker/")
-                 for r in rs & {"sandbox", "parent"})
-    assert bad == [], "the checker starts the sandbox by module name (`-m`), never imports it, nor the parent"
+                 for r in rs & {"sandbox", "parent", "launcher"})
+    assert bad == [], ("the checker starts the sandbox by module name (`-m`) or runs the `serve` the launcher "
+                       "hands it; it never imports the sandbox, the launcher nor the parent")
+
+
+def test_nothing_imports_the_launcher():
+    bad = sorted(f"{f} imports the launcher" for f, rs in _edges().items()
+                 if not f.startswith("launcher/") and "launcher" in rs)
+    assert bad == [], "the launcher is a process of its own, started by module name (forkserver.py)"
 
 
 def test_shared_leaves_import_none_of_the_three_processes():
@@ -170,7 +181,8 @@ def test_every_started_process_module_exists():
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
                     node.value.startswith("htam_agent.evaluation.") and " " not in node.value:
                 started.add(node.value)
-    assert {"htam_agent.evaluation.checker", "htam_agent.evaluation.sandbox"} <= started
+    assert {"htam_agent.evaluation.checker", "htam_agent.evaluation.sandbox",
+            "htam_agent.evaluation.launcher"} <= started
     for name in started:
         folder = PACKAGE.parent.joinpath(*name.split("."))
         assert (folder / "__main__.py").exists() or folder.with_suffix(".py").exists(), name

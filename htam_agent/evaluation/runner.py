@@ -28,6 +28,7 @@ from typing import Any
 
 from htam_agent.backend_registry import is_cpu, spec
 
+from . import forkserver
 from .common import containment, paths
 from .common.verdict import STATUSES, Verdict, VerdictBuilder, with_envelope
 from .store import VerdictStore, candidate_key, device_name
@@ -145,10 +146,12 @@ class _Spare:
         self.out = open(self.scratch / "stdout.txt", "wb")
         self.err = open(self.scratch / "stderr.txt", "wb")
         self.events, w = os.pipe()
-        try:
-            self.proc = subprocess.Popen(
+        env = scrubbed_env()
+        try:  # forked from the launcher where it serves (no torch import per checker), else a fresh interpreter
+            launched = forkserver.spawn(self.scratch, env, self.out, self.err, w)
+            self.proc: subprocess.Popen | forkserver.Launched = launched or subprocess.Popen(
                 [sys.executable, "-m", "htam_agent.evaluation.checker", "--result-fd", str(w)],
-                cwd=self.scratch, env=scrubbed_env(), stdout=self.out, stderr=self.err, stdin=subprocess.PIPE,
+                cwd=self.scratch, env=env, stdout=self.out, stderr=self.err, stdin=subprocess.PIPE,
                 pass_fds=(w,), start_new_session=True,  # its own process group: a timeout kills it whole
             )
         finally:
@@ -356,7 +359,7 @@ def _sweep(sandbox: dict[str, Any]) -> None:
                 pass
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen | forkserver.Launched) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:

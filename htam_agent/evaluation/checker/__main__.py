@@ -1,7 +1,8 @@
 """The checker process: `python -m htam_agent.evaluation.checker --result-fd N` (runner.py starts it; job JSON on stdin).
 
 It becomes a child subreaper and starts its sandbox before it imports torch itself, so that the two imports
-run side by side (on two cores: the slower of them, not their sum) while the job is on its way; then it runs
+run side by side (on two cores: the slower of them, not their sum) while the job is on its way (or, forked by
+the launcher with both imported already, forks its sandbox); then it runs
 the phases (`phases.py`), adds what it learns once the sandbox is gone (its stderr, processes that
 outlived it) and the job's baseline and identity, finalizes the verdict once, and writes it on the pipe
 only it holds.
@@ -13,13 +14,17 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 
 _T_START = time.perf_counter()
 from ..common import containment  # noqa: E402
 from .sandbox_client import SandboxClient  # noqa: E402 (the standard library only: no torch yet)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, serve_sandbox: Callable[[int], None] | None = None,
+         started: float | None = None) -> int:
+    """`serve_sandbox` and `started` where the launcher forked this checker: its sandbox is then a fork of
+    this process too (SandboxClient), and its start-up counts from the fork, not from the launcher's imports."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) < 2 or argv[0] != "--result-fd":
         print("usage: python -m htam_agent.evaluation.checker --result-fd N (job JSON on stdin)", file=sys.stderr)
@@ -27,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     result_fd = int(argv[1])
     containment.become_subreaper()
     containment.make_undumpable()
-    sandbox = SandboxClient(env=dict(os.environ))  # starts now: its imports overlap ours and the wait for the job
+    sandbox = SandboxClient(env=dict(os.environ), serve=serve_sandbox)  # starts now: its imports overlap ours and the wait for the job
     try:
         from .phases import Events, run_job  # imports torch, beside the sandbox's own import of it
     except BaseException:  # a broken install: the sandbox must not outlive this process
@@ -35,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         sandbox.cleanup()
         raise
 
-    imports = round(time.perf_counter() - _T_START, 3)
+    imports = round(time.perf_counter() - (_T_START if started is None else started), 3)
     events = Events(result_fd)
     try:
         # Who to sweep if this checker is killed from outside (the parent's limit): the sandbox's uid and pid.

@@ -18,6 +18,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -58,10 +59,82 @@ class CandidateFailed(RuntimeError):
 _STARTED = itertools.count()
 
 
+class ForkedProcess:
+    """A child made by `os.fork`, behind the part of `subprocess.Popen` the client uses (pid, poll, wait)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.returncode = pid, None
+
+    @classmethod
+    def start(cls, child: Callable[[], None]) -> ForkedProcess:
+        pid = os.fork()
+        if pid == 0:  # the child never returns into the caller's code
+            code = 1
+            try:
+                child()
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+            except BaseException:
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        return cls(pid)
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped by a sweep of the checker's children (containment._reap)
+                self.returncode = 0
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if end is not None and time.monotonic() > end:
+                raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout or 0.0)
+            time.sleep(0.005)
+        return self.returncode  # type: ignore[return-value]
+
+
+def _become_sandbox(env: dict[str, str], scratch: Path, out: int, err: int, sock: int,
+                    identity: containment.Identity | None, serve: Callable[[int], None]) -> None:
+    """In the forked child, before anything else runs: what `Popen` and the launcher script do for a fresh
+    sandbox. Its own session, stdio to its files, only its socket left open (the checker's pipes, its
+    result fd and its client sockets closed), its environment, its uid, limits and no capabilities; then
+    dumpable again, as an exec would leave it (the checker is not, and the kernel keeps that through the
+    uid change)."""
+    os.setsid()
+    containment.set_name("htam-sandbox")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    os.dup2(sock, 3)
+    os.closerange(4, 1 << 20)
+    os.chdir(scratch)
+    os.environ.clear()
+    os.environ.update(env)
+    if identity is not None:
+        containment.become(identity.uid, identity.gid, identity.read_all, containment.nproc_limit(),
+                           containment.file_limit())
+    containment.make_dumpable()
+    serve(3)
+
+
 class SandboxClient:
     """One sandbox process per evaluation, started before the job arrives (imports overlap the wait)."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], serve: Callable[[int], None] | None = None) -> None:
+        """`serve`, where this checker was forked from the launcher (launcher/): the sandbox is a fork of
+        this process, still clean (no job read yet), that becomes the sandbox's user and runs
+        `serve(socket_fd)`; without it, a fresh interpreter is started (`python -m ...sandbox`)."""
         self.scratch = Path(tempfile.mkdtemp(prefix="htam-sandbox-"))
         who = containment.sandbox_user()
         self.identity = who if isinstance(who, containment.Identity) else None
@@ -84,9 +157,14 @@ class SandboxClient:
             if self.identity:
                 os.fchown(out.fileno(), self.identity.uid, self.identity.gid)
                 os.fchown(err.fileno(), self.identity.uid, self.identity.gid)
-            self.proc = subprocess.Popen(
-                argv, cwd=self.scratch, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                pass_fds=(there.fileno(),), start_new_session=True)
+            if serve is not None:
+                self.proc: subprocess.Popen | ForkedProcess = ForkedProcess.start(
+                    lambda: _become_sandbox(env, self.scratch, out.fileno(), err.fileno(), there.fileno(),
+                                            self.identity, serve))
+            else:
+                self.proc = subprocess.Popen(
+                    argv, cwd=self.scratch, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                    pass_fds=(there.fileno(),), start_new_session=True)
         # Before it runs any candidate code (that waits for the job): its own cgroup, and the quota's eye.
         n = next(_STARTED)  # a checker may hold two sandboxes (the reference's, for paired timing)
         self.cgroup = containment.Cgroup.create(f"htam-sandbox-{os.getpid()}" + (f"-{n}" if n else ""))

@@ -55,6 +55,24 @@ def make_undumpable() -> bool:
     return sys.platform.startswith("linux") and _prctl(PR_SET_DUMPABLE, 0)
 
 
+def set_name(name: str) -> bool:
+    """The process's name in `ps -o comm`, `top` (a fork keeps its parent's: the launcher's)."""
+    return sys.platform.startswith("linux") and _prctl_bytes(15, name.encode()[:15])  # PR_SET_NAME
+
+
+def _prctl_bytes(option: int, value: bytes) -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, ctypes.c_char_p(value), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def make_dumpable() -> bool:
+    """What an exec leaves a process of one uid: its own /proc entries its own (a forked sandbox)."""
+    return sys.platform.startswith("linux") and _prctl(PR_SET_DUMPABLE, 1)
+
+
 def _stat(pid: int) -> tuple[str, int] | None:
     """(state, parent pid) of a process, from /proc; None when it is gone."""
     try:
@@ -262,7 +280,7 @@ def sandbox_user() -> Identity | None | str:
     """
     if os.geteuid() != 0:
         return None
-    if _gpu_visible():
+    if gpu_visible():
         return "a GPU is visible and CUDA IPC does not cross users; capabilities dropped instead"
     if os.environ.get("HTAM_SANDBOX_USER", None) == "":
         return "HTAM_SANDBOX_USER is empty"
@@ -287,10 +305,17 @@ def launch_command(ident: Identity, argv: list[str]) -> list[str]:
 
 
 def _launch(args: list[str]) -> None:
+    uid, gid, read_all, nproc, fsize = (int(a) for a in args[:5])
+    become(uid, gid, bool(read_all), nproc, fsize)
+    os.execv(args[6], args[6:])
+
+
+def become(uid: int, gid: int, read_all: bool, nproc: int, fsize: int) -> None:
+    """Turn this (root) process into the sandbox's uid for good: every capability gone (CAP_DAC_READ_SEARCH
+    kept with `read_all`, ambient too, so what it execs keeps it), its limits set. Both ways a sandbox starts
+    go through here: the launcher script before it execs, and a fork of a pre-imported checker."""
     import resource
 
-    uid, gid, read_all, nproc, fsize = (int(a) for a in args[:5])
-    argv = args[6:]
     keep = (1 << CAP_DAC_READ_SEARCH) if read_all else 0
     libc = ctypes.CDLL(None, use_errno=True)
     for cap in range(64):  # the bounding set, while we still hold CAP_SETPCAP
@@ -311,7 +336,6 @@ def _launch(args: list[str]) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     os.umask(0o002)  # builds are shared with the other slots through the group
-    os.execv(argv[0], argv)
 
 
 def processes_of(uid: int) -> list[int]:
@@ -392,7 +416,7 @@ def remove_owned(uid: int, roots: tuple[str, ...] = ("/dev/shm", "/tmp", "/var/t
     return n
 
 
-def _gpu_visible() -> bool:
+def gpu_visible() -> bool:
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
         return False
     return any(Path("/dev").glob("nvidia[0-9]*"))
@@ -657,7 +681,7 @@ def restrict_writes(writable_dirs: list[str]) -> str:
         return f"landlock ruleset failed: {os.strerror(ctypes.get_errno())}"
     try:
         file_rights = _WRITE_FILE | (_TRUNCATE if abi >= 3 else 0)
-        dirs = [*writable_dirs, *(["/dev/shm"] if _gpu_visible() else [])]
+        dirs = [*writable_dirs, *(["/dev/shm"] if gpu_visible() else [])]
         files = [*_DEVICE_FILES, *(str(p) for p in Path("/dev").glob("nvidia*")),
                  *(str(p) for p in Path("/dev/dri").glob("*") if Path("/dev/dri").is_dir())]
         for path, rights in [(d, handled) for d in dirs] + [(f, file_rights) for f in files]:

@@ -1,11 +1,31 @@
-"""The sandbox process: `python -m htam_agent.evaluation.sandbox --fd N` (started by the checker, never by hand)."""
+"""The sandbox process: `python -m htam_agent.evaluation.sandbox --fd N` (started by the checker, never by hand),
+or `serve(N)` in a fork of a checker made by the launcher (launcher/), which has imported this module."""
 
 from __future__ import annotations
 
 import socket
 import sys
+import time
 
-from .server import Sandbox, _warm_profiler
+from .server import _T_START, Sandbox, _warm_profiler
+
+
+def serve(fd: int, started: float | None = None) -> None:
+    """Serve the checker on socket `fd`: what both ways of starting a sandbox run."""
+    started = _T_START if started is None else started
+    sock = socket.socket(fileno=fd)
+    _warm_profiler()
+    try:  # when memory runs out, the kernel's OOM killer takes this process, not the checker
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+    Sandbox(sock).serve(started)
+
+
+def serve_forked(fd: int) -> None:
+    """`serve` in a fork: its start-up is counted from now, not from the launcher's imports."""
+    serve(fd, time.perf_counter())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -13,14 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) != 2 or argv[0] != "--fd":
         print("usage: python -m htam_agent.evaluation.sandbox --fd N (started by the checker)", file=sys.stderr)
         return 2
-    sock = socket.socket(fileno=int(argv[1]))
-    _warm_profiler()
-    try:  # when memory runs out, the kernel's OOM killer takes this process, not the checker
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write("1000")
-    except OSError:
-        pass
-    Sandbox(sock).serve()
+    serve(int(argv[1]))
     return 0
 
 

@@ -1,0 +1,1 @@
+"""The launcher process (`python -m htam_agent.evaluation.launcher`): forks a fresh, pre-imported checker per job."""

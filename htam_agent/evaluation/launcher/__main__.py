@@ -1,0 +1,131 @@
+"""The launcher: `python -m htam_agent.evaluation.launcher --control-fd N` (forkserver.py starts it, never by hand).
+
+Starting a checker and its sandbox as fresh interpreters imports torch twice per verdict (on the 2-core CI
+machine about 1.3 s and 1.0 s of CPU, in a verdict of 3-4 s). This process imports the checker's and the
+sandbox's modules once, then forks one checker per request. Each checker forks its sandbox at once, before
+it reads its job, so the sandbox starts from memory that holds no job and no secret; the fork then becomes
+the sandbox's uid exactly as the launcher script would (containment.become).
+
+The launcher reads no job and runs no candidate. It is the parent of the checkers it forks: it reaps them and
+writes each one's exit status on a pipe the parent handed over with the request. It leaves when the
+parent's end of the control socket closes; checkers still running carry on (they are sessions of their own).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+
+from ..checker import __main__ as checker_main  # noqa: F401  (imports torch and the checker's phases)
+from ..checker import phases  # noqa: F401
+from ..common import containment, protocol
+from ..sandbox import __main__ as sandbox_main
+
+STATUS = struct.Struct("!i")
+
+
+def _child(request: dict, fds: list[int], control: socket.socket, wake: tuple[int, int]) -> None:
+    """The forked checker: its own session, stdio and result pipe in place, nothing else of ours open."""
+    started = time.perf_counter()
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    events, stdin, out, err, status = fds
+    control.close()
+    for fd in (*wake, status):
+        os.close(fd)
+    os.setsid()
+    containment.set_name("htam-checker")
+    os.dup2(stdin, 0)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    os.dup2(events, 3)
+    os.closerange(4, 1 << 20)
+    os.chdir(str(request["cwd"]))
+    os.environ.clear()
+    os.environ.update({str(k): str(v) for k, v in dict(request["env"]).items()})
+    sys.argv = [sys.argv[0]]
+    checker_main.main(["--result-fd", "3"], serve_sandbox=sandbox_main.serve_forked, started=started)
+
+
+def _reap(waiting: dict[int, int]) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        fd = waiting.pop(pid, None)
+        if fd is not None:
+            try:
+                os.write(fd, STATUS.pack(os.waitstatus_to_exitcode(status)))
+            except OSError:  # the parent is gone
+                pass
+            os.close(fd)
+
+
+def serve(control: socket.socket) -> None:
+    wake = os.pipe()
+    for fd in wake:
+        os.set_blocking(fd, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake the select below through the wakeup fd
+    signal.set_wakeup_fd(wake[1])
+    waiting: dict[int, int] = {}  # checker pid -> the write end of its status pipe
+    while True:
+        ready, _, _ = select.select([control, wake[0]], [], [])
+        if wake[0] in ready:
+            while True:
+                try:
+                    if not os.read(wake[0], 512):
+                        break
+                except BlockingIOError:
+                    break
+            _reap(waiting)
+        if control not in ready:
+            continue
+        try:
+            msg = protocol.recv(control)
+        except (EOFError, ConnectionError, protocol.ProtocolError):
+            return  # the parent is done (or gone)
+        if msg.body.get("op") != "fork" or len(msg.fds) != 5:
+            protocol._close_all(msg.fds)
+            protocol.send(control, {"error": "expected {'op': 'fork', 'cwd', 'env'} with 5 descriptors"})
+            continue
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                _child(msg.body, msg.fds, control, wake)
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+            except BaseException:
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        *theirs, status = msg.fds
+        protocol._close_all(theirs)
+        waiting[pid] = status
+        protocol.send(control, {"pid": pid})
+        _reap(waiting)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] != "--control-fd":
+        print("usage: python -m htam_agent.evaluation.launcher --control-fd N (started by the evaluator)",
+              file=sys.stderr)
+        return 2
+    serve(socket.socket(fileno=int(argv[1])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

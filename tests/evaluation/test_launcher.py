@@ -1,0 +1,123 @@
+"""Checkers forked from the launcher (launcher/, forkserver.py), and the sandboxes they fork.
+
+A forked sandbox must be what a freshly started one is: its own session, its uid (when root), no capability
+but the one it may keep, only its socket and stdio open (nothing of the checker's or the launcher's: a
+control socket left open would let a candidate ask the launcher for a root process), dumpable as an exec
+would leave it. The candidate below reports exactly that from inside the sandbox, at import, as its error.
+"""
+
+from __future__ import annotations
+
+import ctypes  # noqa: F401  (used by the probe's source)
+import json
+import os
+import re
+import signal
+
+import pytest
+
+from htam_agent.bundled_tasks import SUITE_DIR
+from htam_agent.evaluation import forkserver, runner
+from htam_agent.evaluation.common import containment
+from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+
+pytestmark = pytest.mark.skipif(not forkserver.enabled(), reason="the launcher serves on Linux only")
+
+PROBE = r'''
+import ctypes, json, os
+import torch
+from torch.utils.cpp_extension import load_inline  # the cpp backend's static check looks for a kernel
+
+
+def _facts():
+    fds = {}
+    for f in os.listdir("/proc/self/fd"):
+        try:
+            fds[f] = os.readlink(f"/proc/self/fd/{f}")
+        except OSError:
+            pass  # the listing's own descriptor, closed by now
+    status = dict(line.split(":\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\t" in line)
+    dumpable = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
+    return {"pid": os.getpid(), "sid": os.getsid(0), "uid": os.getuid(), "fds": fds,
+            "cap_eff": int(status["CapEff"], 16), "dumpable": dumpable, "home": os.environ.get("HOME"),
+            "cwd": os.getcwd()}
+
+
+raise RuntimeError("FACTS" + json.dumps(_facts()) + "END")
+
+_ext = load_inline(name="never_built", cpp_sources="", functions=[])
+
+
+class ModelNew(torch.nn.Module):
+    pass
+'''
+
+
+def _facts(verdict: dict) -> dict:
+    text = json.dumps(verdict)
+    found = re.search(r"FACTS(.*?)END", text.replace('\\"', '"'))
+    assert found, f"the probe's facts are not in the verdict: {verdict.get('reason')}"
+    return json.loads(found.group(1))
+
+
+@pytest.fixture
+def evaluator(build_root: str) -> Evaluator:
+    return Evaluator(EvalOptions(backend="cpp", baselines=(), timing=False, build_root=build_root), store=None)
+
+
+def test_a_forked_sandbox_is_boxed_like_a_fresh_one(evaluator):
+    v = evaluator.evaluate(Candidate(task_path=str(SUITE_DIR / "elementwise_leaky_relu.py"), source=PROBE),
+                           use_store=False)
+    assert v["status"] == "compile_error", v["reason"]
+    facts = _facts(v)
+    assert v["phase_seconds"]["imports"] < 0.5, "the checker was not forked from the launcher"
+    assert facts["sid"] == facts["pid"], "the sandbox is not a session of its own"
+    assert sorted(facts["fds"]) == ["0", "1", "2", "3"], f"descriptors left open in the sandbox: {facts['fds']}"
+    assert facts["fds"]["3"].startswith("socket:") and facts["fds"]["0"] == os.devnull
+    assert all(facts["fds"][f].startswith(facts["cwd"]) for f in ("1", "2")), facts["fds"]
+    assert facts["home"] == facts["cwd"], "the sandbox's environment is not its own"
+    assert facts["dumpable"] == 1
+    if os.geteuid() == 0 and not isinstance(containment.sandbox_user(), str):
+        assert facts["uid"] >= containment.UID_BASE
+        assert facts["cap_eff"] in (0, 1 << containment.CAP_DAC_READ_SEARCH), hex(facts["cap_eff"])
+
+
+def _spawn(tmp_path, env: dict[str, str]) -> forkserver.Launched:
+    r, w = os.pipe()
+    with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
+        launched = forkserver.spawn(tmp_path, env, out, err, w)
+    os.close(w)
+    assert launched is not None
+    launched.stdin.close()  # no job: the checker kills its sandbox and leaves
+    assert launched.wait(timeout=60) == 0
+    os.close(r)
+    return launched
+
+
+def test_a_changed_environment_or_a_dead_launcher_gets_a_new_launcher(tmp_path):
+    env = runner.scrubbed_env()
+    _spawn(tmp_path, env)
+    first = forkserver._current
+    assert first is not None
+    _spawn(tmp_path, env)
+    assert forkserver._current is first  # the same environment: the same launcher
+    _spawn(tmp_path, {**env, "HTAM_TEST_MARK": "1"})
+    second = forkserver._current
+    assert second is not first and first.proc.poll() is not None  # the old one was told to go, and went
+    os.kill(second.proc.pid, signal.SIGKILL)
+    second.proc.wait()
+    _spawn(tmp_path, {**env, "HTAM_TEST_MARK": "1"})
+    assert forkserver._current is not second and forkserver._current.proc.poll() is None
+    forkserver.shutdown()
+
+
+def test_htam_launcher_0_starts_fresh_interpreters(monkeypatch):
+    monkeypatch.setenv("HTAM_LAUNCHER", "0")
+    assert not forkserver.enabled()
+    spare = runner._Spare()
+    try:
+        assert not isinstance(spare.proc, forkserver.Launched)
+    finally:
+        spare.proc.stdin.close()
+        spare.proc.wait(timeout=60)
+        runner._discard(spare)
