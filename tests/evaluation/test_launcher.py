@@ -2,8 +2,8 @@
 
 A forked sandbox must be what a freshly started one is: its own session, its uid (when root), no capability
 but the one it may keep, only its socket and stdio open (nothing of the checker's or the launcher's: a
-control socket left open would let a candidate ask the launcher for a root process), dumpable as an exec
-would leave it. The candidate below reports exactly that from inside the sandbox, at import, as its error.
+control socket left open would let a candidate ask the launcher for a root process), no writable memory
+shared with the checker but the input buffers it is given, dumpable as an exec would leave it. The candidate below reports exactly that from inside the sandbox, at import, as its error.
 """
 
 from __future__ import annotations
@@ -38,9 +38,11 @@ def _facts():
             pass  # the listing's own descriptor, closed by now
     status = dict(line.split(":\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\t" in line)
     dumpable = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
+    shared = [line for line in open("/proc/self/maps").read().splitlines()  # writable and shared with someone
+              if line.split()[1].endswith("s") and "w" in line.split()[1] and "memfd:htam-in" not in line]
     return {"pid": os.getpid(), "sid": os.getsid(0), "uid": os.getuid(), "fds": fds,
             "cap_eff": int(status["CapEff"], 16), "dumpable": dumpable, "home": os.environ.get("HOME"),
-            "cwd": os.getcwd()}
+            "cwd": os.getcwd(), "shared": shared}
 
 
 raise RuntimeError("FACTS" + json.dumps(_facts()) + "END")
@@ -77,6 +79,7 @@ def test_a_forked_sandbox_is_boxed_like_a_fresh_one(evaluator):
     assert all(facts["fds"][f].startswith(facts["cwd"]) for f in ("1", "2")), facts["fds"]
     assert facts["home"] == facts["cwd"], "the sandbox's environment is not its own"
     assert facts["dumpable"] == 1
+    assert facts["shared"] == [], "memory the sandbox shares with another process, other than its input buffers"
     if os.geteuid() == 0 and not isinstance(containment.sandbox_user(), str):
         assert facts["uid"] >= containment.UID_BASE
         assert facts["cap_eff"] in (0, 1 << containment.CAP_DAC_READ_SEARCH), hex(facts["cap_eff"])

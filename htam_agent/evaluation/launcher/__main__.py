@@ -70,6 +70,7 @@ def _reap(waiting: dict[int, int]) -> None:
 
 
 def serve(control: socket.socket) -> None:
+    containment.make_undumpable()  # no process of our user attaches to it or opens its descriptors via /proc
     wake = os.pipe()
     for fd in wake:
         os.set_blocking(fd, False)
