@@ -24,7 +24,7 @@ from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
 pytestmark = pytest.mark.skipif(not forkserver.enabled(), reason="the launcher serves on Linux only")
 
 PROBE = r'''
-import ctypes, json, os
+import ctypes, json, os, tempfile
 import torch
 from torch.utils.cpp_extension import load_inline  # the cpp backend's static check looks for a kernel
 
@@ -42,7 +42,8 @@ def _facts():
               if line.split()[1].endswith("s") and "w" in line.split()[1] and "memfd:htam-in" not in line]
     return {"pid": os.getpid(), "sid": os.getsid(0), "uid": os.getuid(), "fds": fds,
             "cap_eff": int(status["CapEff"], 16), "dumpable": dumpable, "home": os.environ.get("HOME"),
-            "cwd": os.getcwd(), "shared": shared}
+            "cwd": os.getcwd(), "shared": shared,
+            "tempdir": tempfile.gettempdir()}
 
 
 raise RuntimeError("FACTS" + json.dumps(_facts()) + "END")
@@ -78,6 +79,7 @@ def test_a_forked_sandbox_is_boxed_like_a_fresh_one(evaluator):
     assert facts["fds"]["3"].startswith("socket:") and facts["fds"]["0"] == os.devnull
     assert all(facts["fds"][f].startswith(facts["cwd"]) for f in ("1", "2")), facts["fds"]
     assert facts["home"] == facts["cwd"], "the sandbox's environment is not its own"
+    assert facts["tempdir"] == os.path.join(facts["cwd"], "tmp"), "tempfile kept the launcher's folder"
     assert facts["dumpable"] == 1
     assert facts["shared"] == [], "memory the sandbox shares with another process, other than its input buffers"
     if os.geteuid() == 0 and not isinstance(containment.sandbox_user(), str):

@@ -121,6 +121,7 @@ def _become_sandbox(env: dict[str, str], scratch: Path, out: int, err: int, sock
     os.chdir(scratch)
     os.environ.clear()
     os.environ.update(env)
+    tempfile.tempdir = None  # the launcher's cached choice (its TMPDIR): the sandbox's is its scratch's tmp/
     if identity is not None:
         containment.become(identity.uid, identity.gid, identity.read_all, containment.nproc_limit(),
                            containment.file_limit())

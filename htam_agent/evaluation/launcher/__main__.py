@@ -19,6 +19,7 @@ import signal
 import socket
 import struct
 import sys
+import tempfile
 import time
 
 from ..checker import __main__ as checker_main  # noqa: F401  (imports torch and the checker's phases)
@@ -48,6 +49,7 @@ def _child(request: dict, fds: list[int], control: socket.socket, wake: tuple[in
     os.chdir(str(request["cwd"]))
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in dict(request["env"]).items()})
+    tempfile.tempdir = None  # chosen again from this environment, not the one cached at the launcher's start
     sys.argv = [sys.argv[0]]
     checker_main.main(["--result-fd", "3"], serve_sandbox=sandbox_main.serve_forked, started=started)
 
