@@ -8,9 +8,11 @@ not ours: its exit status comes back on a pipe the launcher writes when it reaps
 `spawn` returns None where the launcher cannot serve (not Linux, `HTAM_LAUNCHER=0`, it failed to start or
 died twice) or is not used: where a GPU is visible. CUDA must not be initialised in a process that forks,
 the GPU path has not been measured with it yet, and there the spares (runner.py) already hide start-up
-behind the previous job. The caller then starts the checker as a fresh interpreter, as before. A launcher serves only
-the environment it was started with (glibc and OpenMP read theirs once, at start): when the evaluator's
-environment changes, the next spawn starts a new launcher.
+behind the previous job. The caller then starts the checker as a fresh interpreter, as before. Each checker gets the
+environment of its request, but what is read once at a process's start (glibc's malloc settings, OpenMP's,
+the interpreter's) is the launcher's: when any variable changes but those known to be read only later
+(`HTAM_*`, which the evaluator reads when it needs them, and pytest's `PYTEST_CURRENT_TEST`), the next spawn
+starts a new launcher.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import re
 import select
 import shutil
 import socket
@@ -35,6 +38,14 @@ from .common import containment, protocol
 log = logging.getLogger(__name__)
 STATUS = struct.Struct("!i")  # the launcher's record of a checker's exit status (launcher/__main__.py)
 START_TIMEOUT_S = 180.0  # the launcher's first answer waits for its imports
+#: variables a checker may see changed from its launcher's start: read by the evaluator only when needed
+#: (no module of the evaluator reads the environment at import), or never read by it at all
+LATE = re.compile(r"HTAM_\w*|PYTEST_CURRENT_TEST")
+
+
+def startup_env(env: dict[str, str]) -> dict[str, str]:
+    """The part of an environment a launcher must have been started with to serve it."""
+    return {k: v for k, v in env.items() if not LATE.fullmatch(k)}
 
 
 class Launched:
@@ -112,11 +123,11 @@ class Launcher:
         theirs.close()
         self.answered = False
 
-    def spawn(self, cwd: Path, out: IO[bytes], err: IO[bytes], result_fd: int) -> Launched:
+    def spawn(self, cwd: Path, env: dict[str, str], out: IO[bytes], err: IO[bytes], result_fd: int) -> Launched:
         stdin_r, stdin_w = os.pipe()
         status_r, status_w = os.pipe()
         try:
-            protocol.send(self.sock, {"op": "fork", "cwd": str(cwd), "env": self.env},
+            protocol.send(self.sock, {"op": "fork", "cwd": str(cwd), "env": env},
                           [result_fd, stdin_r, out.fileno(), err.fileno(), status_w])
             self.sock.settimeout(START_TIMEOUT_S if not self.answered else 30.0)
             reply = protocol.recv(self.sock).body
@@ -167,13 +178,13 @@ def enabled() -> bool:
 
 
 def spawn(cwd: Path, env: dict[str, str], out: IO[bytes], err: IO[bytes], result_fd: int) -> Launched | None:
-    """A checker forked by this process's launcher (started, or restarted for a changed `env`, as needed);
+    """A checker forked by this process's launcher (started, or restarted for a changed start-up `env`);
     None when there is no launcher to ask (the caller starts a fresh interpreter)."""
     global _current, _failures
     if not enabled():
         return None
     with _lock:
-        if _current is not None and (_current.owner != os.getpid() or _current.env != env
+        if _current is not None and (_current.owner != os.getpid() or startup_env(_current.env) != startup_env(env)
                                      or _current.proc.poll() is not None):
             if _current.owner == os.getpid():
                 _current.close()
@@ -181,7 +192,7 @@ def spawn(cwd: Path, env: dict[str, str], out: IO[bytes], err: IO[bytes], result
         if _current is None:
             _current = Launcher(env)
         try:
-            return _current.spawn(cwd, out, err, result_fd)
+            return _current.spawn(cwd, env, out, err, result_fd)
         except (OSError, EOFError, TimeoutError, RuntimeError, protocol.ProtocolError) as exc:
             _failures += 1
             log.warning("htam: the evaluator's launcher could not fork a checker (%s); checkers start as fresh "

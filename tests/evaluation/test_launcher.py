@@ -43,7 +43,7 @@ def _facts():
     return {"pid": os.getpid(), "sid": os.getsid(0), "uid": os.getuid(), "fds": fds,
             "cap_eff": int(status["CapEff"], 16), "dumpable": dumpable, "home": os.environ.get("HOME"),
             "cwd": os.getcwd(), "shared": shared,
-            "tempdir": tempfile.gettempdir()}
+            "tempdir": tempfile.gettempdir(), "mark": os.environ.get("HTAM_TEST_MARK")}
 
 
 raise RuntimeError("FACTS" + json.dumps(_facts()) + "END")
@@ -68,7 +68,8 @@ def evaluator(build_root: str) -> Evaluator:
     return Evaluator(EvalOptions(backend="cpp", baselines=(), timing=False, build_root=build_root), store=None)
 
 
-def test_a_forked_sandbox_is_boxed_like_a_fresh_one(evaluator):
+def test_a_forked_sandbox_is_boxed_like_a_fresh_one(evaluator, monkeypatch):
+    monkeypatch.setenv("HTAM_TEST_MARK", "this evaluation's")  # a running launcher serves it: the request carries it
     v = evaluator.evaluate(Candidate(task_path=str(SUITE_DIR / "elementwise_leaky_relu.py"), source=PROBE),
                            use_store=False)
     assert v["status"] == "compile_error", v["reason"]
@@ -79,6 +80,7 @@ def test_a_forked_sandbox_is_boxed_like_a_fresh_one(evaluator):
     assert facts["fds"]["3"].startswith("socket:") and facts["fds"]["0"] == os.devnull
     assert all(facts["fds"][f].startswith(facts["cwd"]) for f in ("1", "2")), facts["fds"]
     assert facts["home"] == facts["cwd"], "the sandbox's environment is not its own"
+    assert facts["mark"] == "this evaluation's", "the checker's environment is its launcher's, not its job's"
     assert facts["tempdir"] == os.path.join(facts["cwd"], "tmp"), "tempfile kept the launcher's folder"
     assert facts["dumpable"] == 1
     assert facts["shared"] == [], "memory the sandbox shares with another process, other than its input buffers"
@@ -106,12 +108,14 @@ def test_a_changed_environment_or_a_dead_launcher_gets_a_new_launcher(tmp_path):
     assert first is not None
     _spawn(tmp_path, env)
     assert forkserver._current is first  # the same environment: the same launcher
-    _spawn(tmp_path, {**env, "HTAM_TEST_MARK": "1"})
+    _spawn(tmp_path, {**env, "HTAM_TEST_MARK": "1", "PYTEST_CURRENT_TEST": "another test"})
+    assert forkserver._current is first  # read only when needed: the checker gets them, the launcher stays
+    _spawn(tmp_path, {**env, "OMP_NUM_THREADS": "1"})
     second = forkserver._current
     assert second is not first and first.proc.poll() is not None  # the old one was told to go, and went
     os.kill(second.proc.pid, signal.SIGKILL)
     second.proc.wait()
-    _spawn(tmp_path, {**env, "HTAM_TEST_MARK": "1"})
+    _spawn(tmp_path, {**env, "OMP_NUM_THREADS": "1"})
     assert forkserver._current is not second and forkserver._current.proc.poll() is None
     forkserver.shutdown()
 
@@ -126,3 +130,26 @@ def test_htam_launcher_0_starts_fresh_interpreters(monkeypatch):
         spare.proc.stdin.close()
         spare.proc.wait(timeout=60)
         runner._discard(spare)
+
+
+def test_no_evaluator_module_reads_the_environment_at_import():
+    """What forkserver.LATE relies on: a launcher started before `HTAM_*` changed serves the change, because
+    the evaluator reads its variables when it needs them, never in a module's top-level code."""
+    import ast
+    from pathlib import Path
+
+    import htam_agent.evaluation as evaluation
+
+    found = []
+    for path in Path(evaluation.__file__).parent.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        top = [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        top += [n for c in tree.body if isinstance(c, ast.ClassDef) for n in c.body
+                if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for stmt in top:
+            if isinstance(stmt, ast.If) and "__main__" in ast.unparse(stmt.test):
+                continue
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb"):
+                    found.append(f"{path.name}:{node.lineno}")
+    assert found == [], f"read at import: {found}"
