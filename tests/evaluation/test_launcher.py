@@ -70,6 +70,7 @@ def evaluator(build_root: str) -> Evaluator:
 
 def test_a_forked_sandbox_is_boxed_like_a_fresh_one(evaluator, monkeypatch):
     monkeypatch.setenv("HTAM_TEST_MARK", "this evaluation's")  # a running launcher serves it: the request carries it
+    runner._shutdown_spares()  # a spare started before the change has the environment of its start
     v = evaluator.evaluate(Candidate(task_path=str(SUITE_DIR / "elementwise_leaky_relu.py"), source=PROBE),
                            use_store=False)
     assert v["status"] == "compile_error", v["reason"]

@@ -175,3 +175,31 @@ def test_paired_timing_interleaves_and_freezes(tmp_path: Path):
     assert r["clock"] == "in_process" and "beyond_call_excess_ms" in c
     assert 0.2 < c["median_ms"] / r["median_ms"] < 5, (c["median_ms"], r["median_ms"])
 
+
+
+@pytest.mark.slow
+def test_a_reference_that_fails_in_its_own_sandbox_leaves_the_candidates_evaluation_whole(tmp_path: Path,
+                                                                                         build_root: str):
+    """The reference's sandbox fails to load it (here: the task's Model writes beside the task file, which the
+    checker may and a sandbox may not): the verdict warns and keeps the separate baseline, and the candidate's
+    own sandbox, a sibling of the failed one, is evaluated to the end (a kill of the failed one used to take
+    every process of the checker with it)."""
+    from htam_agent.bundled_tasks import candidate_files
+    from htam_agent.evaluation.runner import Candidate, Evaluator
+
+    source = TASK.read_text().replace(
+        '        self.negative_slope = negative_slope\n',
+        '        self.negative_slope = negative_slope\n'
+        '        import os\n'
+        '        open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "touched"), "a").close()\n')
+    assert "touched" in source
+    task = tmp_path / "leaky_relu_touching.py"
+    task.write_text(source)
+    cand = next(p for p in candidate_files("elementwise_leaky_relu", "cpp") if p.stem == "cpp_naive")
+    opts = EvalOptions(backend="cpp", baselines=("eager",), build_root=build_root, paired_eager=True,
+                       timing_plan={"target_s": 0.05, "min_reps": 3, "max_reps": 10})
+    v = Evaluator(opts, None).evaluate(Candidate(task_path=str(task), source=cand.read_text()), use_store=False)
+    assert v["status"] == "accepted", v["reason"]
+    assert any("could not be timed beside the candidate" in w for w in v.get("warnings", [])), v.get("warnings")
+    assert (v["timing"].get("candidate") or {}).get("median_ms"), v["timing"]
+    assert not v.get("leftover_processes")

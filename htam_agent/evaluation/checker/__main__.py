@@ -33,11 +33,16 @@ def main(argv: list[str] | None = None, serve_sandbox: Callable[[int], None] | N
     containment.become_subreaper()
     containment.make_undumpable()
     sandbox = SandboxClient(env=dict(os.environ), serve=serve_sandbox)  # starts now: its imports overlap ours and the wait for the job
+    # Forked, a second sandbox costs a few milliseconds: one waits for the reference, should the job time
+    # the eager baseline beside the candidate (phases.pairs); it is forked now, before any job is read.
+    reference = SandboxClient(env=dict(os.environ), serve=serve_sandbox) if serve_sandbox is not None else None
+    boxes = [b for b in (sandbox, reference) if b is not None]
     try:
         from .phases import Events, run_job  # imports torch, beside the sandbox's own import of it
     except BaseException:  # a broken install: the sandbox must not outlive this process
-        sandbox.kill()
-        sandbox.cleanup()
+        for box in boxes:
+            box.kill()
+            box.cleanup()
         raise
 
     imports = round(time.perf_counter() - (_T_START if started is None else started), 3)
@@ -46,12 +51,16 @@ def main(argv: list[str] | None = None, serve_sandbox: Callable[[int], None] | N
         # Who to sweep if this checker is killed from outside (the parent's limit): the sandbox's uid and pid.
         events.emit({"event": "sandbox", "pid": sandbox.proc.pid,
                      "uid": sandbox.identity.uid if sandbox.identity else None})
+        if reference is not None:
+            events.emit({"event": "reference_sandbox", "pid": reference.proc.pid,
+                         "uid": reference.identity.uid if reference.identity else None})
         line = sys.stdin.readline()
     except OSError:  # the parent is gone (killed while this spare was still importing): as with no job
         line = ""
     if not line.strip():  # no job (the parent is done): nothing of ours may stay, the parent's folder neither
-        sandbox.kill()
-        sandbox.cleanup()
+        for box in boxes:
+            box.kill()
+            box.cleanup()
         containment.kill_tree(None)
         if os.path.basename(os.getcwd()).startswith("htam-job-"):
             import shutil
@@ -60,7 +69,7 @@ def main(argv: list[str] | None = None, serve_sandbox: Callable[[int], None] | N
         os._exit(0)
     job = json.loads(line)
     keep = bool(job.get("keep_scratch")) and job["mode"] != "baseline"
-    verdict = run_job(job, events, sandbox)
+    verdict = run_job(job, events, sandbox, reference)
     verdict.time_phase("imports", imports)
     verdict.record(sandbox_stderr_tail=sandbox.stderr_tail(2000))
     sandbox.kill()

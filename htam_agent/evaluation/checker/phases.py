@@ -452,7 +452,7 @@ def reference_run(run: Run) -> Run | None:
     if why:
         run.verdict.warn(f"the eager baseline could not be timed beside the candidate ({why[:300]}); the one "
                          "measured on its own stands")
-        run.ref_sandbox.kill()
+        run.ref_sandbox.discard()  # alone: `kill` would take the candidate's sandbox with it
         run.ref_sandbox = None
         return None
     run.ref_run = sub
@@ -733,17 +733,24 @@ def baseline(run: Run) -> None:
 # --------------------------------------------------------------------------------------------------------
 
 
-def run_job(job: dict[str, Any], events: Events, sandbox: SandboxClient | None) -> VerdictBuilder:
+def run_job(job: dict[str, Any], events: Events, sandbox: SandboxClient | None,
+            reference: SandboxClient | None = None) -> VerdictBuilder:
     """Evaluate one job; always returns its verdict, not yet finalized (the candidate's failures are verdicts,
-    not exceptions): `checker/__main__` adds what it learns after the sandbox is gone, then finalizes once."""
+    not exceptions): `checker/__main__` adds what it learns after the sandbox is gone, then finalizes once.
+    `reference`: a sandbox started before the job, for the reference when the job is paired (else killed)."""
     verdict = VerdictBuilder(job.get("task_name", ""), job["backend"])
     seed = job.get("seed")
     run = Run(job=job, verdict=verdict, events=events, sandbox=sandbox,
               seed=int(seed) if isinstance(seed, int) else inp.secret_seed())
-    if sandbox is not None and pairs(job):  # started now: its imports overlap the candidate's build
-        run.ref_sandbox = SandboxClient(env=dict(os.environ))
-        events.emit({"event": "reference_sandbox", "pid": run.ref_sandbox.proc.pid,
-                     "uid": run.ref_sandbox.identity.uid if run.ref_sandbox.identity else None})
+    if sandbox is not None and pairs(job):
+        if reference is not None:
+            run.ref_sandbox, reference = reference, None
+        else:  # started now: its imports overlap the candidate's build
+            run.ref_sandbox = SandboxClient(env=dict(os.environ))
+            events.emit({"event": "reference_sandbox", "pid": run.ref_sandbox.proc.pid,
+                         "uid": run.ref_sandbox.identity.uid if run.ref_sandbox.identity else None})
+    if reference is not None:  # not needed: it goes before the candidate's sandbox is asked anything
+        reference.discard()
     try:
         _dispatch(run)
     finally:

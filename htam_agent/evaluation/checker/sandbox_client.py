@@ -468,6 +468,25 @@ class SandboxClient:
         self.cgroup = None
         return n
 
+    def discard(self) -> None:
+        """Kill this sandbox alone and remove its folder, while the checker's other sandbox goes on (`kill`
+        takes every descendant of the checker): its cgroup, its uid's processes, its session, its own tree."""
+        self._maps.clear()
+        self.quota.stop()
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        tree = containment.descendants(self.proc.pid)
+        self._kill_processes()
+        containment.signal_all(sorted(tree), signal.SIGKILL)
+        try:
+            self.proc.wait(timeout=5)
+        except (subprocess.TimeoutExpired, ChildProcessError):
+            pass
+        self.cgroup = None
+        self.cleanup()
+
     def leftovers(self) -> list[int]:
         """Processes of this sandbox still alive (after `kill`, none): its uid's, and the checker's
         descendants."""

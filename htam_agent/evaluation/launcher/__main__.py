@@ -30,6 +30,17 @@ from ..sandbox import __main__ as sandbox_main
 STATUS = struct.Struct("!i")
 
 
+def _warm() -> None:
+    """What every accepted candidate's checker would otherwise load at its roofline: FlopCounterMode's first
+    use imports dynamo and inductor (about 2000 modules, ~1 s on the 2-core VM). Loaded once here, shared by
+    every fork. It starts no thread and no process (the launcher must stay single-threaded to fork)."""
+    import torch
+
+    from ..checker import roofline
+
+    roofline.count(lambda x: x + 1, [torch.zeros(2)])
+
+
 def _child(request: dict, fds: list[int], control: socket.socket, wake: tuple[int, int]) -> None:
     """The forked checker: its own session, stdio and result pipe in place, nothing else of ours open."""
     started = time.perf_counter()
@@ -73,6 +84,7 @@ def _reap(waiting: dict[int, int]) -> None:
 
 def serve(control: socket.socket) -> None:
     containment.make_undumpable()  # no process of our user attaches to it or opens its descriptors via /proc
+    _warm()
     wake = os.pipe()
     for fd in wake:
         os.set_blocking(fd, False)
