@@ -84,8 +84,9 @@ def test_the_architecture_doc_shows_the_same_layers():
 # `evaluation/` holds four processes and the leaves they share (docs/evaluation.md):
 # - the parent: the modules directly in `evaluation/` (runner, gateway, store, readout, options, forkserver,
 #   __main__);
-# - the launcher (trusted, forks pre-imported checkers): `evaluation/launcher/`, the one room that imports
-#   both the checker and the sandbox, and that nothing imports (the parent starts it by module name);
+# - the launcher (trusted, forks pre-imported checkers): `evaluation/launcher/`; it imports the checker,
+#   never the sandbox (a forked checker runs the sandbox's module by name), and nothing imports it (the
+#   parent starts it by module name);
 # - the checker (trusted): `evaluation/checker/`;
 # - the sandbox (untrusted, runs the candidate): `evaluation/sandbox/`;
 # - shared leaves, imported by all three and importing none of them: `evaluation/common/` (the wire
@@ -145,7 +146,7 @@ def test_the_rooms_are_what_the_comment_says():
     # the parser sees real edges (a check that saw none would pass vacuously)
     assert "shared" in edges["checker/phases.py"] and "shared" in edges["sandbox/server.py"]
     assert "checker" in edges["checker/__main__.py"] and "shared" in edges["runner.py"]
-    assert {"checker", "sandbox"} <= edges["launcher/__main__.py"]
+    assert "checker" in edges["launcher/__main__.py"]
 
 
 def test_the_sandbox_never_imports_the_checker_nor_the_parent():
@@ -159,6 +160,11 @@ def test_the_checker_never_imports_the_sandbox_nor_the_parent():
                  for r in rs & {"sandbox", "parent", "launcher"})
     assert bad == [], ("the checker starts the sandbox by module name (`-m`) or runs the `serve` the launcher "
                        "hands it; it never imports the sandbox, the launcher nor the parent")
+
+
+def test_no_room_mixes_the_checker_and_the_sandbox():
+    bad = sorted(f for f, rs in _edges().items() if {"checker", "sandbox"} <= rs | {_room(_module_of(EVALUATION / f))})
+    assert bad == [], "a file that runs with the checker's code and the sandbox's both: which side is it on?"
 
 
 def test_nothing_imports_the_launcher():

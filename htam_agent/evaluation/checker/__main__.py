@@ -14,17 +14,15 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
 
 _T_START = time.perf_counter()
 from ..common import containment  # noqa: E402
 from .sandbox_client import SandboxClient  # noqa: E402 (the standard library only: no torch yet)
 
 
-def main(argv: list[str] | None = None, serve_sandbox: Callable[[int], None] | None = None,
-         started: float | None = None) -> int:
-    """`serve_sandbox` and `started` where the launcher forked this checker: its sandbox is then a fork of
-    this process too (SandboxClient), and its start-up counts from the fork, not from the launcher's imports."""
+def main(argv: list[str] | None = None, forked: bool = False, started: float | None = None) -> int:
+    """`forked` and `started` where the launcher forked this checker: its sandboxes are then forks of this
+    process too (SandboxClient), and its start-up counts from the fork, not from the launcher's imports."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) < 2 or argv[0] != "--result-fd":
         print("usage: python -m htam_agent.evaluation.checker --result-fd N (job JSON on stdin)", file=sys.stderr)
@@ -32,11 +30,14 @@ def main(argv: list[str] | None = None, serve_sandbox: Callable[[int], None] | N
     result_fd = int(argv[1])
     containment.become_subreaper()
     containment.make_undumpable()
-    sandbox = SandboxClient(env=dict(os.environ), serve=serve_sandbox)  # starts now: its imports overlap ours and the wait for the job
-    # Forked, a second sandbox costs a few milliseconds: one waits for the reference, should the job time
-    # the eager baseline beside the candidate (phases.pairs); it is forked now, before any job is read.
-    reference = SandboxClient(env=dict(os.environ), serve=serve_sandbox) if serve_sandbox is not None else None
+    # Starts now: its imports overlap ours and the wait for the job. Forked, a second sandbox costs a few
+    # milliseconds: one waits for the reference, should the job time the eager baseline beside the
+    # candidate (phases.pairs). Both are forked before any job is read, and before any thread starts here.
+    sandbox = SandboxClient(env=dict(os.environ), forked=forked, watch=not forked)
+    reference = SandboxClient(env=dict(os.environ), forked=True, watch=False) if forked else None
     boxes = [b for b in (sandbox, reference) if b is not None]
+    for box in boxes:
+        box.start_watch()
     try:
         from .phases import Events, run_job  # imports torch, beside the sandbox's own import of it
     except BaseException:  # a broken install: the sandbox must not outlive this process

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import runpy
 import secrets
 import select
 import signal
@@ -57,6 +58,7 @@ class CandidateFailed(RuntimeError):
 
 
 _STARTED = itertools.count()
+SANDBOX_MODULE = "htam_agent.evaluation.sandbox"  # started by name, never imported here
 
 
 class ForkedProcess:
@@ -103,8 +105,17 @@ class ForkedProcess:
         return self.returncode  # type: ignore[return-value]
 
 
+def single_threaded() -> bool:
+    """Whether this process has one thread, native ones included: forking is safe only then (a lock another
+    thread held at the fork stays held forever in the child)."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
 def _become_sandbox(env: dict[str, str], scratch: Path, out: int, err: int, sock: int,
-                    identity: containment.Identity | None, serve: Callable[[int], None]) -> None:
+                    identity: containment.Identity | None) -> None:
     """In the forked child, before anything else runs: what `Popen` and the launcher script do for a fresh
     sandbox. Its own session, stdio to its files, only its socket left open (the checker's pipes, its
     result fd and its client sockets closed), its environment, its uid, limits and no capabilities; then
@@ -126,16 +137,21 @@ def _become_sandbox(env: dict[str, str], scratch: Path, out: int, err: int, sock
         containment.become(identity.uid, identity.gid, identity.read_all, containment.nproc_limit(),
                            containment.file_limit())
     containment.make_dumpable()
-    serve(3)
+    # The sandbox's own module, run by name as `python -m` would (the checker never imports it): torch and
+    # everything it needs are loaded already, so this costs ~10 ms instead of an interpreter's start.
+    sys.argv = [SANDBOX_MODULE, "--fd", "3"]
+    runpy.run_module(SANDBOX_MODULE, run_name="__main__", alter_sys=True)
 
 
 class SandboxClient:
     """One sandbox process per evaluation, started before the job arrives (imports overlap the wait)."""
 
-    def __init__(self, env: dict[str, str], serve: Callable[[int], None] | None = None) -> None:
-        """`serve`, where this checker was forked from the launcher (launcher/): the sandbox is a fork of
-        this process, still clean (no job read yet), that becomes the sandbox's user and runs
-        `serve(socket_fd)`; without it, a fresh interpreter is started (`python -m ...sandbox`)."""
+    def __init__(self, env: dict[str, str], forked: bool = False, watch: bool = True) -> None:
+        """`forked`, where this checker was forked from the launcher (launcher/) and has read no job yet:
+        the sandbox is a fork of this process that becomes the sandbox's user and runs the sandbox's module
+        by name; otherwise (or if a thread already runs here) a fresh interpreter is started (`python -m`).
+        `watch=False`: the quota's watchdog thread starts at `start_watch()`, so that another sandbox can
+        still be forked from a single-threaded process."""
         self.scratch = Path(tempfile.mkdtemp(prefix="htam-sandbox-"))
         who = containment.sandbox_user()
         self.identity = who if isinstance(who, containment.Identity) else None
@@ -149,7 +165,7 @@ class SandboxClient:
         env["HOME"] = str(self.scratch)
         (self.scratch / "tmp").mkdir()
         env["TMPDIR"] = str(self.scratch / "tmp")  # compilers' temporary files stay inside the box
-        argv = [sys.executable, "-m", "htam_agent.evaluation.sandbox", "--fd", str(there.fileno())]
+        argv = [sys.executable, "-m", SANDBOX_MODULE, "--fd", str(there.fileno())]
         if self.identity:
             containment.chown_tree(self.scratch, self.identity.uid, self.identity.gid)
             argv = containment.launch_command(self.identity, argv)
@@ -158,10 +174,10 @@ class SandboxClient:
             if self.identity:
                 os.fchown(out.fileno(), self.identity.uid, self.identity.gid)
                 os.fchown(err.fileno(), self.identity.uid, self.identity.gid)
-            if serve is not None:
+            if forked and single_threaded():
                 self.proc: subprocess.Popen | ForkedProcess = ForkedProcess.start(
                     lambda: _become_sandbox(env, self.scratch, out.fileno(), err.fileno(), there.fileno(),
-                                            self.identity, serve))
+                                            self.identity))
             else:
                 self.proc = subprocess.Popen(
                     argv, cwd=self.scratch, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
@@ -172,7 +188,7 @@ class SandboxClient:
         if self.cgroup is not None and not self.cgroup.add(self.proc.pid):
             self.cgroup.kill()
             self.cgroup = None
-        self.quota = containment.Quota(containment.quota(), self._over_quota)
+        self.quota = containment.Quota(containment.quota(), self._over_quota, start=watch)
         self.quota.watch(str(self.scratch))
         self._loose_before: dict[str, set[str]] = {}
         there.close()
@@ -181,6 +197,9 @@ class SandboxClient:
         self.ready: dict[str, Any] | None = None
         self.device_type = "cpu"
         self.on_event: dict[str, Callable[[protocol.Message], dict[str, Any]]] = {}
+
+    def start_watch(self) -> None:
+        self.quota.start()
 
     # -- requests ------------------------------------------------------------------------------------
     def wait_ready(self, timeout: float) -> dict[str, Any]:

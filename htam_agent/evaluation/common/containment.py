@@ -590,13 +590,19 @@ class Quota:
     bytes (or `max_entries` new files), `on_over(reason)` is called once (it kills the sandbox)."""
 
     def __init__(self, limit: int, on_over: Callable[[str], None], interval_s: float = 0.5,
-                 max_entries: int = 100_000) -> None:
+                 max_entries: int = 100_000, start: bool = True) -> None:
+        """`start=False`: the thread starts at `start()` (a checker that forks sandboxes forks them first)."""
         self.limit, self.on_over, self.interval_s, self.max_entries = limit, on_over, interval_s, max_entries
         self.paths: dict[str, tuple[int, int]] = {}
         self.over: str | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="htam-quota", daemon=True)
-        self._thread.start()
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        if not self._thread.is_alive() and not self._stop.is_set():
+            self._thread.start()
 
     def watch(self, path: str) -> None:
         if path not in self.paths:
@@ -624,7 +630,7 @@ class Quota:
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread is not threading.current_thread():
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
 
 

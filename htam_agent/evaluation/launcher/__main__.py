@@ -1,10 +1,11 @@
 """The launcher: `python -m htam_agent.evaluation.launcher --control-fd N` (forkserver.py starts it, never by hand).
 
 Starting a checker and its sandbox as fresh interpreters imports torch twice per verdict (on the 2-core CI
-machine about 1.3 s and 1.0 s of CPU, in a verdict of 3-4 s). This process imports the checker's and the
-sandbox's modules once, then forks one checker per request. Each checker forks its sandbox at once, before
-it reads its job, so the sandbox starts from memory that holds no job and no secret; the fork then becomes
-the sandbox's uid exactly as the launcher script would (containment.become).
+machine about 1.3 s and 1.0 s of CPU, in a verdict of 3-4 s). This process imports torch and the checker's
+modules once, then forks one checker per request. Each checker forks its sandboxes at once, before it reads
+its job, so a sandbox starts from memory that holds no job and no secret; the fork becomes the sandbox's uid
+exactly as the launcher script would (containment.become) and runs the sandbox's module by name, as
+`python -m` would (neither this process nor the checker imports the sandbox's code).
 
 The launcher reads no job and runs no candidate. It is the parent of the checkers it forks: it reaps them and
 writes each one's exit status on a pipe the parent handed over with the request. It leaves when the
@@ -22,10 +23,9 @@ import sys
 import tempfile
 import time
 
-from ..checker import __main__ as checker_main  # noqa: F401  (imports torch and the checker's phases)
-from ..checker import phases  # noqa: F401
+from ..checker import __main__ as checker_main
+from ..checker import phases  # noqa: F401  (imports torch and everything the checker's phases use)
 from ..common import containment, protocol
-from ..sandbox import __main__ as sandbox_main
 
 STATUS = struct.Struct("!i")
 
@@ -62,7 +62,7 @@ def _child(request: dict, fds: list[int], control: socket.socket, wake: tuple[in
     os.environ.update({str(k): str(v) for k, v in dict(request["env"]).items()})
     tempfile.tempdir = None  # chosen again from this environment, not the one cached at the launcher's start
     sys.argv = [sys.argv[0]]
-    checker_main.main(["--result-fd", "3"], serve_sandbox=sandbox_main.serve_forked, started=started)
+    checker_main.main(["--result-fd", "3"], forked=True, started=started)
 
 
 def _reap(waiting: dict[int, int]) -> None:

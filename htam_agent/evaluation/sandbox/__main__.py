@@ -1,18 +1,16 @@
 """The sandbox process: `python -m htam_agent.evaluation.sandbox --fd N` (started by the checker, never by hand),
-or `serve(N)` in a fork of a checker made by the launcher (launcher/), which has imported this module."""
+or run by name the same way in a fork of a checker that the launcher made (launcher/)."""
 
 from __future__ import annotations
 
 import socket
 import sys
-import time
 
-from .server import _T_START, Sandbox, _warm_profiler
+from .server import Sandbox, _warm_profiler
 
 
-def serve(fd: int, started: float | None = None) -> None:
-    """Serve the checker on socket `fd`: what both ways of starting a sandbox run."""
-    started = _T_START if started is None else started
+def serve(fd: int) -> None:
+    """Serve the checker on socket `fd`."""
     sock = socket.socket(fileno=fd)
     _warm_profiler()
     try:  # when memory runs out, the kernel's OOM killer takes this process, not the checker
@@ -20,12 +18,7 @@ def serve(fd: int, started: float | None = None) -> None:
             f.write("1000")
     except OSError:
         pass
-    Sandbox(sock).serve(started)
-
-
-def serve_forked(fd: int) -> None:
-    """`serve` in a fork: its start-up is counted from now, not from the launcher's imports."""
-    serve(fd, time.perf_counter())
+    Sandbox(sock).serve()
 
 
 def main(argv: list[str] | None = None) -> int:

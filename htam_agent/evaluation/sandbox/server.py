@@ -90,11 +90,9 @@ class Sandbox:
         self.nonce: Any = None
 
     # -- plumbing ------------------------------------------------------------------------------------
-    def serve(self, started: float = _T_START) -> None:
-        """Answer the checker's requests until it closes the socket; `started` is when this process began
-        (its imports, or its fork from a process that had made them)."""
+    def serve(self) -> None:
         protocol.send(self.sock, {"event": "ready", "pid": os.getpid(), "uid": os.getuid(),
-                                  "imports_s": round(time.perf_counter() - started, 3)})
+                                  "imports_s": round(time.perf_counter() - _T_START, 3)})
         while True:
             try:
                 msg = protocol.recv(self.sock)
