@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import time
 
 import pytest
 
@@ -116,9 +117,28 @@ def test_a_changed_environment_or_a_dead_launcher_gets_a_new_launcher(tmp_path):
     assert second is not first and first.proc.poll() is not None  # the old one was told to go, and went
     os.kill(second.proc.pid, signal.SIGKILL)
     second.proc.wait()
+    assert second.folder.exists()  # killed: the parent's close removes it below
     _spawn(tmp_path, {**env, "OMP_NUM_THREADS": "1"})
     assert forkserver._current is not second and forkserver._current.proc.poll() is None
+    assert not second.folder.exists() and not first.folder.exists()
     forkserver.shutdown()
+
+
+def test_a_launcher_whose_parent_dies_leaves_no_folder():
+    """The parent killed (or ended by os._exit, as a CLI subprocess may be): no atexit closes the launcher;
+    it sees its control socket close, removes its folder and goes."""
+    import subprocess
+    import sys
+
+    code = ("import os, sys; from htam_agent.evaluation import forkserver, runner; "
+            "l = forkserver.Launcher(runner.scrubbed_env()); print(l.folder, l.proc.pid, flush=True); os._exit(0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    folder, pid = out.stdout.split()
+    deadline = time.monotonic() + 60
+    while (os.path.exists(folder) or forkserver._alive(int(pid))) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not os.path.exists(folder), "the launcher's folder outlived its parent"
+    assert not forkserver._alive(int(pid)), "the launcher outlived its parent"
 
 
 def test_htam_launcher_0_starts_fresh_interpreters(monkeypatch):

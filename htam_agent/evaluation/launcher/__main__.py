@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import select
+import shutil
 import signal
 import socket
 import struct
@@ -105,8 +106,10 @@ def serve(control: socket.socket) -> None:
             continue
         try:
             msg = protocol.recv(control)
-        except (EOFError, ConnectionError, protocol.ProtocolError):
-            return  # the parent is done (or gone)
+        except (EOFError, ConnectionError, protocol.ProtocolError):  # the parent is done, or gone (killed,
+            if os.path.basename(os.getcwd()).startswith("htam-launcher-"):  # os._exit): its folder goes too
+                shutil.rmtree(os.getcwd(), ignore_errors=True)
+            return
         if msg.body.get("op") != "fork" or len(msg.fds) != 5:
             protocol._close_all(msg.fds)
             protocol.send(control, {"error": "expected {'op': 'fork', 'cwd', 'env'} with 5 descriptors"})
