@@ -69,21 +69,7 @@ class ForkedProcess:
 
     @classmethod
     def start(cls, child: Callable[[], None]) -> ForkedProcess:
-        pid = os.fork()
-        if pid == 0:  # the child never returns into the caller's code
-            code = 1
-            try:
-                child()
-                code = 0
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 1
-            except BaseException:
-                import traceback
-
-                traceback.print_exc()
-            finally:
-                os._exit(code)
-        return cls(pid)
+        return cls(containment.fork_child(child))
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -469,15 +455,18 @@ class SandboxClient:
                 group.freeze(False)
             containment.signal_all(sorted(stopped), signal.SIGCONT)
 
-    def kill(self) -> int:
-        """Kill the sandbox and every process it started: its cgroup, every process of its uid, then every
-        descendant of the checker (a subreaper: orphans come back to it), stopped before they are killed."""
+    def _hang_up(self) -> None:
         self._maps.clear()
         self.quota.stop()
         try:
             self.sock.close()
         except OSError:
             pass
+
+    def kill(self) -> int:
+        """Kill the sandbox and every process it started: its cgroup, every process of its uid, then every
+        descendant of the checker (a subreaper: orphans come back to it), stopped before they are killed."""
+        self._hang_up()
         self._kill_processes()
         n = containment.kill_tree(self.proc.pid)
         try:
@@ -490,12 +479,7 @@ class SandboxClient:
     def discard(self) -> None:
         """Kill this sandbox alone and remove its folder, while the checker's other sandbox goes on (`kill`
         takes every descendant of the checker): its cgroup, its uid's processes, its session, its own tree."""
-        self._maps.clear()
-        self.quota.stop()
-        try:
-            self.sock.close()
-        except OSError:
-            pass
+        self._hang_up()
         tree = containment.descendants(self.proc.pid)
         self._kill_processes()
         containment.signal_all(sorted(tree), signal.SIGKILL)

@@ -51,6 +51,26 @@ def become_subreaper() -> bool:
     return sys.platform.startswith("linux") and _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
+def fork_child(child: Callable[[], None]) -> int:
+    """Fork; the child runs `child()` and leaves with its exit code (a traceback on stderr if it raised),
+    never returning into the caller's code. Returns the child's pid to the parent."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            child()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    return pid
+
+
 def make_undumpable() -> bool:
     return sys.platform.startswith("linux") and _prctl(PR_SET_DUMPABLE, 0)
 

@@ -14,6 +14,7 @@ parent's end of the control socket closes; checkers still running carry on (they
 
 from __future__ import annotations
 
+import functools
 import os
 import select
 import shutil
@@ -114,20 +115,7 @@ def serve(control: socket.socket) -> None:
             protocol._close_all(msg.fds)
             protocol.send(control, {"error": "expected {'op': 'fork', 'cwd', 'env'} with 5 descriptors"})
             continue
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                _child(msg.body, msg.fds, control, wake)
-                code = 0
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 1
-            except BaseException:
-                import traceback
-
-                traceback.print_exc()
-            finally:
-                os._exit(code)
+        pid = containment.fork_child(functools.partial(_child, msg.body, msg.fds, control, wake))
         *theirs, status = msg.fds
         protocol._close_all(theirs)
         waiting[pid] = status
