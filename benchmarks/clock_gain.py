@@ -1,14 +1,16 @@
 """What a forged or slowed clock still gains: each clock-bounded cheat of the catalogue against its honest
 twin (the same kernel, honest clock), alternating, on the cpp backend.
 
-    python benchmarks/clock_gain.py [--rounds 3] [--paired]
+    python benchmarks/clock_gain.py [--rounds 3] [--paired | --baseline]
 
 Printed: a JSON line per evaluation (candidate, time of record, in-process median, which clock was of
 record), then per cheat the median ratio twin / cheat of the time of record (what the cheat gains; the
 budget of issue 25 is at most 1.10 on the CPU) and of the in-process medians (what it would have gained if
 the in-process clock were believed). With --paired, each candidate is timed beside the eager baseline (the
 CPU's default in `htam eval`; the clock judged by `judge.settle_pair`), and the gains are ratios of the
-speedups over that paired eager figure. Measure alone: CPU timings on a busy 2-core machine are noise.
+speedups over that paired eager figure. With --baseline, each candidate is timed alone and judged against the
+requests of the eager baseline measured on its own (`judge.settle_alone`, the GPU's default); with neither,
+against the checker's no-op calibration (what a job without baselines gets). Measure alone: CPU timings on a busy 2-core machine are noise.
 Reads the cheats from tests/cheats (the catalogue's fixtures) through its own sync_extension.
 """
 
@@ -41,10 +43,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--build-root", default=None)
-    ap.add_argument("--paired", action="store_true", help="time each candidate beside the eager baseline")
+    how = ap.add_mutually_exclusive_group()
+    how.add_argument("--paired", action="store_true", help="time each candidate beside the eager baseline")
+    how.add_argument("--baseline", action="store_true",
+                     help="time each candidate alone, judged against the separately measured eager baseline")
     args = ap.parse_args()
     source_of = _source_of()
-    ev = Evaluator(EvalOptions(backend="cpp", baselines=("eager",) if args.paired else (), paired_eager=args.paired,
+    with_eager = args.paired or args.baseline
+    ev = Evaluator(EvalOptions(backend="cpp", baselines=("eager",) if with_eager else (), paired_eager=args.paired,
                                build_root=args.build_root or tempfile.mkdtemp()), store=None)
     times: dict[str, list[tuple[float, float]]] = {n: [] for n in [TWIN, *NAMES]}
     for r in range(args.rounds):
