@@ -8,7 +8,8 @@
 # Default tasks: three KernelBench problems the issue's regression was reported on (eager 0.4 to 8.4 ms), read
 # from .kb/KernelBench/level1/ (copied from a KernelBench checkout by `benchmarks/gpu_acceptance.sh prepare`,
 # never committed; the device tool carries .kb). Results: $OUT/fair_<task>_<pairing>.jsonl (OUT defaults to
-# /tmp/htam-fair). Each task and pairing has its own limit (LIMIT seconds, default 150).
+# /tmp/htam-fair). Each task and pairing has its own limit (LIMIT seconds, default 150). TOUCH=1: the
+# candidate's forward also launches an empty kernel (as the runs of 2026-12-04 did; fair_timing.py --touch).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
@@ -29,7 +30,7 @@ for t in "${tasks[@]}"; do
     name=$(basename "$t" .py)
     echo "[+$(( $(date +%s) - START ))s] $name, pairing $pairing"
     timeout "${LIMIT:-150}" "$PY" benchmarks/fair_timing.py --task "$t" --backend cuda --repeats "${REPEATS:-5}" \
-      --pairing "$pairing" --build-root "$HTAM_BUILD_DIR" | tee "$OUT/fair_${name}_${pairing}.jsonl" | tail -1
+      --pairing "$pairing" --build-root "$HTAM_BUILD_DIR" ${TOUCH:+--touch} | tee "$OUT/fair_${name}_${pairing}.jsonl" | tail -1
   done
 done
 echo "[+$(( $(date +%s) - START ))s] done"
