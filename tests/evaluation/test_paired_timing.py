@@ -203,3 +203,19 @@ def test_a_reference_that_fails_in_its_own_sandbox_leaves_the_candidates_evaluat
     assert any("could not be timed beside the candidate" in w for w in v.get("warnings", [])), v.get("warnings")
     assert (v["timing"].get("candidate") or {}).get("median_ms"), v["timing"]
     assert not v.get("leftover_processes")
+
+
+def test_a_paired_timing_is_re_taken_for_the_ratios_error_not_either_sides_spread():
+    """Paired, the speedup rests on the ratio of two medians taken at the same moments: its standard error
+    decides a second timing. Eager's usual 15-20% spread on the 2-core VM over 50 calls a side is a ratio
+    error of about 2-3%, not worth timing again; a spread of 40% is."""
+    calm, usual, wild = ({"spread_pct": p, "reps": 50} for p in (8.0, 18.0, 40.0))
+    assert judge.pair_error_pct(calm, calm) == pytest.approx(0.93 * 8 / 50 ** 0.5 * 2 ** 0.5)
+    assert not judge.unsteady_pair(calm, usual) and not judge.unsteady_pair(usual, calm)
+    assert judge.unsteady_pair(calm, wild) and judge.unsteady_pair(wild, calm)
+    assert judge.unsteady_pair(calm, {"spread_pct": 8.0, "reps": 3})  # three calls say little
+    assert judge.unsteady_pair(calm, {"spread_pct": 8.0})  # no count: not believed steady
+    v = VerdictBuilder("relu", "cpp")
+    judge.flag_unsteady_pair(v, calm, wild)
+    flag = next(f for f in v.get("flags") if f["name"] == "timing_unreliable")
+    assert "standard error of 5.4%" in flag["reason"] and not flag["rejects"] and not v.rejected

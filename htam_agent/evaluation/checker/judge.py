@@ -276,6 +276,36 @@ def unreliable(stats: dict[str, Any], device_type: str) -> bool:
         "cuda" if device_type == "cuda" else "cpu"]
 
 
+# Paired, what a speedup rests on is the ratio of the two medians taken at the same moments, not either
+# side's spread: its standard error (each median's about 0.93 x IQR/median / sqrt(calls), combined) above
+# this is re-taken once, and then flagged. Eager's own spread is 15-20% on the 2-core VM most of the time;
+# with 50 calls a side that is a ratio error of about 2-3%, below the +-10-20% two processes of identical
+# code differ by (docs/evaluation.md, "What no protocol removes"), which no re-timing in the same processes
+# changes.
+UNSTEADY_PAIR_PCT = 3.0
+
+
+def pair_error_pct(cand: dict[str, Any], ref: dict[str, Any]) -> float:
+    """The standard error of candidate median / reference median, in percent."""
+    def se(stats: dict[str, Any]) -> float:
+        spread, reps = stats.get("spread_pct"), stats.get("reps")
+        ok = isinstance(spread, (int, float)) and isinstance(reps, int) and reps > 0
+        return 0.93 * float(spread) / reps ** 0.5 if ok else float("inf")
+
+    return (se(cand) ** 2 + se(ref) ** 2) ** 0.5
+
+
+def unsteady_pair(cand: dict[str, Any], ref: dict[str, Any]) -> bool:
+    return pair_error_pct(cand, ref) > UNSTEADY_PAIR_PCT
+
+
+def flag_unsteady_pair(verdict: VerdictBuilder, cand: dict[str, Any], ref: dict[str, Any]) -> None:
+    verdict.add_flag("timing_unreliable",
+             f"the candidate's time over eager PyTorch's, timed beside each other, has a standard error of "
+             f"{pair_error_pct(cand, ref):.1f}% even after re-timing (spreads {cand['spread_pct']:.0f}% and "
+             f"{ref['spread_pct']:.0f}%): its speedups are not solid (a busy machine?)", rejects=False)
+
+
 def flag_unreliable(verdict: VerdictBuilder, what: str, stats: dict[str, Any]) -> None:
     verdict.add_flag("timing_unreliable",
              f"{what}'s timing spread (IQR / median) was {stats['spread_pct']:.0f}% even after re-timing: its "

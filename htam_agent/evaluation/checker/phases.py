@@ -473,8 +473,17 @@ def _take_timing(run: Run, plan: timing.TimingPlan, first: bool) -> tuple[Timing
     return time_paired(run, ref_run, plan, recheck=run.checks, **more)
 
 
-def _spread(taken: tuple[Timings, Timings | None]) -> float:
-    return max(t[0]["spread_pct"] for t in taken if t is not None)
+def _unsteadiness(taken: tuple[Timings, Timings | None]) -> float:
+    """What decides a second timing, and which of two is kept: alone, the candidate's spread (IQR /
+    median, %); paired, the standard error of the ratio of the two medians (%), which is what the
+    speedup rests on (`judge.UNSTEADY_PAIR_PCT` says why)."""
+    (stats, _, _), ref = taken
+    return stats["spread_pct"] if ref is None else judge.pair_error_pct(stats, ref[0])
+
+
+def _unsteady(taken: tuple[Timings, Timings | None], device_type: str) -> bool:
+    (stats, _, _), ref = taken
+    return judge.unreliable(stats, device_type) if ref is None else judge.unsteady_pair(stats, ref[0])
 
 
 def phase_timing(run: Run) -> bool:
@@ -486,23 +495,22 @@ def phase_timing(run: Run) -> bool:
     taken = _take_timing(run, plan, first=True)
     (stats, problems, wall), ref = taken
     clock = wall.findings(run.device.type)
-    if clock or judge.unreliable(stats, run.device.type):
+    if clock or _unsteady(taken, run.device.type):
         # Once more before believing the clock or the spread: a busy machine delays a round trip now and
         # then, a forged timer or deferred work every time. Findings must recur; the steadier timing counts
-        # (a candidate's and its paired reference's stay together: they saw the same machine). What the
-        # candidate's timing shows decides, paired or not: eager's own spread on the 2-core VM is 15-20%
-        # most of the time, and re-timing for it made nearly every paired verdict time twice.
+        # (a candidate's and its paired reference's stay together: they saw the same machine).
         again = _take_timing(run, plan, first=False)
         problems += again[0][1]
         recurring = {name for name, _ in again[0][2].findings(run.device.type)}
         clock = [(name, reason) for name, reason in clock if name in recurring]
-        if _spread(again) < _spread(taken):
+        if _unsteadiness(again) < _unsteadiness(taken):
             taken = again
         (stats, _, wall), ref = taken
-        if judge.unreliable(stats, run.device.type):
-            judge.flag_unreliable(run.verdict, "the candidate", stats)
-    if ref and judge.unreliable(ref[0], run.device.type):
-        judge.flag_unreliable(run.verdict, "eager PyTorch (timed beside the candidate)", ref[0])
+        if _unsteady(taken, run.device.type):
+            if ref is None:
+                judge.flag_unreliable(run.verdict, "the candidate", stats)
+            else:
+                judge.flag_unsteady_pair(run.verdict, stats, ref[0])
     wall.judge(run.verdict, run.device.type, findings=clock)
     run.verdict.set_timing("candidate", stats)
     if ref is not None:
