@@ -7,7 +7,7 @@ The candidate is the task's own `Model`, wrapped in a `ModelNew`, in a file that
 kernel of the backend (so it is a valid candidate), evaluated in the `bare` tier (trials and timing only,
 where a forward need not launch the kernel); the eager baseline is measured fresh each round. With
 `--touch` the forward launches that kernel too: the figure then includes what one call into an extension
-costs after the checker's cache flush (0.04-0.08 ms of a 1.5 ms RMSNorm on the 2-core VM, 2026-12-05,
+costs after the checker's cache flush (0.05-0.08 ms of a 1.5 ms RMSNorm on the 2-core VM, 2026-12-05,
 three processes of 280 calls each), which the reference does not pay. Both go through the evaluator's one timing protocol. Printed: one
 JSON line per round (candidate and eager medians, their ratio, which clock was of record), then a summary
 line with the median ratio and its min/max. Budget (issue 25): within 2% of 1.0.
