@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,7 @@ def test_ray_workers_share_what_they_learn_through_a_chroma_server(env: Path) ->
     from htam_agent.memory.htam import HTAMemory
 
     server = ChromaServerProcess(env / "chroma").start()
+    ns = None
     try:
         base = RunContext.from_env(backend="cpp", size="small", baselines=("eager",), chroma_url=server.url)
         cfg = BenchConfig(suite="bundled", bench_dir=str(env / "bench"), methods=["htam"], budget=2, base=base,
@@ -110,6 +112,10 @@ def test_ray_workers_share_what_they_learn_through_a_chroma_server(env: Path) ->
         assert list(host_replica_dir(ns).rglob("*.sqlite3"))
     finally:
         server.stop()
+        # the workers' replicas live in this host's temporary folder, named for the bench folder: a later
+        # run whose bench folder has the same path must not find this run's replica there
+        if ns:
+            shutil.rmtree(host_replica_dir(ns), ignore_errors=True)
 
 
 def test_cli_bench_with_the_offline_exemplar_coder(env: Path) -> None:
