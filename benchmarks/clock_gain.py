@@ -8,9 +8,9 @@ record), then per cheat the median ratio twin / cheat of the time of record (wha
 budget of issue 25 is at most 1.10 on the CPU) and of the in-process medians (what it would have gained if
 the in-process clock were believed). With --paired, each candidate is timed beside the eager baseline (the
 CPU's default in `htam eval`; the clock judged by `judge.settle_pair`), and the gains are ratios of the
-speedups over that paired eager figure. With --baseline, each candidate is timed alone and judged against the
-requests of the eager baseline measured on its own (`judge.settle_alone`, the GPU's default); with neither,
-against the checker's no-op calibration (what a job without baselines gets). Measure alone: CPU timings on a busy 2-core machine are noise.
+speedups over that paired eager figure. With --baseline, each candidate is timed alone with the eager baseline
+measured on its own in the job (the GPU's default), and with neither, alone with no baseline; both are
+judged against the checker's no-op calibration (`WallClock.settle`). Measure alone: CPU timings on a busy 2-core machine are noise.
 Reads the cheats from tests/cheats (the catalogue's fixtures) through its own sync_extension.
 """
 
@@ -46,7 +46,7 @@ def main() -> None:
     how = ap.add_mutually_exclusive_group()
     how.add_argument("--paired", action="store_true", help="time each candidate beside the eager baseline")
     how.add_argument("--baseline", action="store_true",
-                     help="time each candidate alone, judged against the separately measured eager baseline")
+                     help="time each candidate alone, with the eager baseline measured on its own")
     args = ap.parse_args()
     source_of = _source_of()
     with_eager = args.paired or args.baseline

@@ -230,32 +230,6 @@ def settle_pair(cand: dict[str, Any], cand_wall: WallClock, ref: dict[str, Any],
     return _lift(cand, cand_wall, ref_wall.beyond_call(), device_type), out_r
 
 
-def reference_beyond(baseline: dict[str, Any] | None) -> tuple[float, float] | None:
-    """What the eager baseline's timed requests took beyond their calls (median, standard error), from the
-    baseline verdict's facts in the job; None for a baseline without them (not timed, or stored before they
-    were recorded)."""
-    timing = (baseline or {}).get("timing")
-    eager = timing.get("eager") if isinstance(timing, dict) else None
-    clock = eager.get("wall_clock") if isinstance(eager, dict) else None
-    if not isinstance(clock, dict):
-        return None
-    d, se = clock.get("beyond_call_ms"), clock.get("beyond_call_se_ms")
-    ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) and x == x and abs(x) < 1e9 for x in (d, se))
-    return (float(d), float(se)) if ok else None
-
-
-def settle_alone(stats: dict[str, Any], wall: WallClock, baseline: dict[str, Any] | None, device_type: str
-                 ) -> dict[str, Any]:
-    """The figure of record of a candidate timed alone (not paired), from `stats` already settled against
-    the no-op calibration (`WallClock.settle`). Where the job carries the eager baseline's requests, against
-    those instead (`_lift`: the reference was timed by the same protocol in a sandbox of the same kind, so
-    what its requests took beyond the call is what an honest request takes). The calibration is made
-    before the import and under-counts what a request costs once a model is loaded: on the H200 it lifted
-    an honest sub-ms call by up to 27% (95_CrossEntropyLoss, 2026-12-04)."""
-    ref = reference_beyond(baseline)
-    return stats if ref is None else _lift(stats, wall, ref, device_type)
-
-
 def baseline_record(stats: dict[str, Any]) -> dict[str, Any]:
     """A baseline's figure of record: its in-process median, never lifted by the checker's floor. The floor
     stands guard against a candidate's forged clock; the reference's code is ours, and a floor lifted by a

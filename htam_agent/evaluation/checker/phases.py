@@ -467,9 +467,7 @@ def _take_timing(run: Run, plan: timing.TimingPlan, first: bool) -> tuple[Timing
     more = {"n_snapshots": 8 if run.tier == "thorough" else 1, "every_set": run.tier == "thorough"} if first else {}
     ref_run = reference_run(run)
     if ref_run is None:
-        stats, problems, wall = time_candidate(run, plan, recheck=run.checks, calibration=run.calibration, **more)
-        baseline = run.job.get("baseline") if run.job["mode"] == "evaluate" else None
-        return (judge.settle_alone(stats, wall, baseline, run.device.type), problems, wall), None
+        return time_candidate(run, plan, recheck=run.checks, calibration=run.calibration, **more), None
     return time_paired(run, ref_run, plan, recheck=run.checks, **more)
 
 

@@ -230,8 +230,8 @@ def time_candidate(run: Run, plan: timing.TimingPlan, recheck: bool, calibration
 
     Candidates and baselines alike go through here (a baseline's slot holds the reference in a sandbox
     of its own), so both are timed by one protocol in one process kind. The statistics are the in-process
-    ones with the checker's floor from the calibration applied (`WallClock.settle`); the callers settle
-    them for what they time (`judge.settle_alone`, `judge.baseline_record`)."""
+    ones with the checker's floor from the calibration applied (`WallClock.settle`): a candidate's time of
+    record; a baseline's is its in-process median (`judge.baseline_record`)."""
     side = TimedSlot(run, plan, recheck, calibration, n_sets, n_snapshots, every_set, slot)
     side.plan_calls(reps_for(plan, side.warm()))
     for i in range(side.reps):

@@ -74,10 +74,7 @@ class Verdict(TypedDict, total=False):
     candidate_path: str               # a batch line's candidate file (python -m htam_agent.evaluation batch)
     task_id: str                      # a batch line's task (level1/19_ReLU.py, ...)
 
-# Part of every store key: a change to what a verdict's figures mean makes stored verdicts miss, not replay.
-# 0.3.0: baselines keep their in-process median; a candidate timed alone is settled against the baseline's
-# own requests (checker/judge.py).
-EVALUATOR_VERSION = "0.3.0"
+EVALUATOR_VERSION = "0.2.0"
 SCHEMA_VERSION = 1
 
 # Terminal statuses, roughly in pipeline order.
