@@ -150,12 +150,13 @@ class WallClock:
     def record(self) -> dict[str, Any]:
         if not self.walls or not self.reported:
             return {}
+        beyond, beyond_se = self.beyond_call()
         return {"checker_median_ms": round(statistics.median(self.walls), 4),
                 "overhead_ms": round(self.overhead_ms(), 4), "noise_ms": round(self.noise_ms(), 4),
                 "checker_call_ms": round(self.checker_ms(), 4),
                 "overhead_allowance_ms": round(self.allowance_ms(), 4),
                 "reported_median_ms": round(statistics.median(self.reported), 4),
-                "beyond_call_ms": round(self.beyond_call()[0], 4), "beyond_call_se_ms": round(self.beyond_call()[1], 4),
+                "beyond_call_ms": round(beyond, 4), "beyond_call_se_ms": round(beyond_se, 4),
                 "drain_ms": round(self.drain_ms, 4), "calls": len(self.walls)}
 
     def findings(self, device_type: str) -> list[tuple[str, str]]:
@@ -200,34 +201,25 @@ class WallClock:
                 verdict.add_flag(name, reason)
 
 
-def _lift(stats: dict[str, Any], wall: WallClock, ref_beyond: tuple[float, float], device_type: str
-          ) -> dict[str, Any]:
-    """The candidate's figure of record against what the reference's requests took beyond their calls
-    (`ref_beyond`: that median and its standard error, same protocol, same outputs): its in-process median
-    stands unless its own requests took longer beyond the call by more than RECORD_SLACK of its median
-    plus the two standard errors; beyond that, the excess is time its clock hid, and it is added back
-    (clock "checker")."""
-    slack = RECORD_SLACK["cuda" if device_type == "cuda" else "cpu"]
-    m_c = stats.get("in_process_median_ms", stats["median_ms"])
-    (d_c, se_c), (d_r, se_r) = wall.beyond_call(), ref_beyond
-    excess = d_c - d_r
-    tolerance = slack * m_c + se_c + se_r + CLOCK_GRAIN_MS
-    out = dict(stats, median_ms=m_c, clock="in_process", beyond_call_ms=round(d_c, 4),
-               beyond_call_excess_ms=round(excess, 4), beyond_call_tolerance_ms=round(tolerance, 4))
-    if excess > tolerance:
-        out["median_ms"], out["clock"] = round(m_c + excess, 4), "checker"
-    return out
-
-
 def settle_pair(cand: dict[str, Any], cand_wall: WallClock, ref: dict[str, Any], ref_wall: WallClock,
                 device_type: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The figures of record of a candidate and the reference timed beside it (interleaved): one estimator
     for both. Each side's in-process median stands, and the candidate's is believed only as far as the
-    checker's clock confirms it, against what the reference's requests took beyond their calls at the same
-    moments (`_lift`)."""
-    m_r = ref.get("in_process_median_ms", ref["median_ms"])
-    out_r = dict(ref, median_ms=m_r, clock="in_process", beyond_call_ms=round(ref_wall.beyond_call()[0], 4))
-    return _lift(cand, cand_wall, ref_wall.beyond_call(), device_type), out_r
+    checker's clock confirms it: its requests may take longer beyond the reported call than the
+    reference's did at the same moments (same protocol, same outputs) by at most RECORD_SLACK of its
+    median plus the two medians' standard errors. Beyond that, the excess is time the candidate's clock
+    hid, and it is added back (clock "checker")."""
+    slack = RECORD_SLACK["cuda" if device_type == "cuda" else "cpu"]
+    m_c, m_r = cand.get("in_process_median_ms", cand["median_ms"]), ref.get("in_process_median_ms", ref["median_ms"])
+    (d_c, se_c), (d_r, se_r) = cand_wall.beyond_call(), ref_wall.beyond_call()
+    excess = d_c - d_r
+    tolerance = slack * m_c + se_c + se_r + CLOCK_GRAIN_MS
+    out_c = dict(cand, median_ms=m_c, clock="in_process", beyond_call_ms=round(d_c, 4),
+                 beyond_call_excess_ms=round(excess, 4), beyond_call_tolerance_ms=round(tolerance, 4))
+    out_r = dict(ref, median_ms=m_r, clock="in_process", beyond_call_ms=round(d_r, 4))
+    if excess > tolerance:
+        out_c["median_ms"], out_c["clock"] = round(m_c + excess, 4), "checker"
+    return out_c, out_r
 
 
 def baseline_record(stats: dict[str, Any]) -> dict[str, Any]:

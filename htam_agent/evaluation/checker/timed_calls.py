@@ -181,8 +181,7 @@ class TimedSlot:
         sb.ask("export", run.left(), out_id=f"timed{i}", last=True)  # the live output, read again below
 
     def finish(self) -> tuple[dict[str, Any], list[tuple[str, str]], judge.WallClock]:
-        """The in-process statistics (not yet settled against the checker's clock: `judge` decides by which
-        comparison), what the re-checks found, and the checker's clock."""
+        """The statistics of record, what the re-checks found, and the checker's clock."""
         run, sb, device, n = self.run, self.run.sb, self.run.device, self.n
         t0 = time.perf_counter_ns()
         sb.ask("sync", run.left())
@@ -220,7 +219,7 @@ class TimedSlot:
         del self.views
         for _, ids in self.uploaded:
             sb.free(ids, run.left())
-        return stats, problems, wall
+        return wall.settle(stats, device.type), problems, wall
 
 
 def time_candidate(run: Run, plan: timing.TimingPlan, recheck: bool, calibration: list[float], n_sets: int = 3,
@@ -229,15 +228,12 @@ def time_candidate(run: Run, plan: timing.TimingPlan, recheck: bool, calibration
     """Time one slot alone, one call per request on rotating input sets; re-check chosen timed outputs.
 
     Candidates and baselines alike go through here (a baseline's slot holds the reference in a sandbox
-    of its own), so both are timed by one protocol in one process kind. The statistics are the in-process
-    ones with the checker's floor from the calibration applied (`WallClock.settle`): a candidate's time of
-    record; a baseline's is its in-process median (`judge.baseline_record`)."""
+    of its own), so both are timed by one protocol in one process kind."""
     side = TimedSlot(run, plan, recheck, calibration, n_sets, n_snapshots, every_set, slot)
     side.plan_calls(reps_for(plan, side.warm()))
     for i in range(side.reps):
         side.step(i)
-    stats, problems, wall = side.finish()
-    return wall.settle(stats, run.device.type), problems, wall
+    return side.finish()
 
 
 def paired_reps(plan: timing.TimingPlan, est_ms: float) -> int:
@@ -279,6 +275,5 @@ def time_paired(run: Run, ref_run: Run, plan: timing.TimingPlan, recheck: bool, 
                 for i in range(start, min(reps, start + PAIRED_BLOCK)):
                     side.step(i)
     (c_stats, c_problems, c_wall), (r_stats, r_problems, r_wall) = cand.finish(), ref.finish()
-    c_stats, r_stats = judge.settle_pair(c_wall.settle(c_stats, run.device.type), c_wall, r_stats, r_wall,
-                                         run.device.type)
+    c_stats, r_stats = judge.settle_pair(c_stats, c_wall, r_stats, r_wall, run.device.type)
     return (c_stats, c_problems, c_wall), (r_stats, r_problems, r_wall)
