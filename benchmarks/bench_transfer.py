@@ -95,7 +95,7 @@ def main() -> None:
     from htam_agent.bench.driver import BenchConfig, plan, run_bench
     from htam_agent.bench.suite import resolve_suite
     from htam_agent.context import RunContext
-    from htam_agent.evaluation.store import VerdictStore
+    from htam_agent.evaluation.parent.store import VerdictStore
     from htam_agent.nodes.analyze import classify, reference_ops
 
     VerdictStore(os.environ["HTAM_VERDICT_DIR"]).import_jsonl(args.verdicts)

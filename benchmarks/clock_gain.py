@@ -24,7 +24,9 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+from htam_agent.evaluation.parent.candidate import Candidate
+from htam_agent.evaluation.parent.evaluator import Evaluator
+from htam_agent.evaluation.parent.options import EvalOptions
 
 CHEATS = Path(__file__).resolve().parents[1] / "tests" / "cheats"
 NAMES = ["cpp/p19_slow_clock_below_bound.py", "cpp/p19_flush_shadow.py", "cpp/p19_lazy_output_pages.py"]

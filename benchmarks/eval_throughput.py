@@ -31,8 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
-from htam_agent.evaluation.store import VerdictStore
+from htam_agent.evaluation.parent.candidate import Candidate
+from htam_agent.evaluation.parent.evaluator import Evaluator
+from htam_agent.evaluation.parent.options import EvalOptions
+from htam_agent.evaluation.parent.store import VerdictStore
 
 ROOT = Path(__file__).resolve().parents[1]
 

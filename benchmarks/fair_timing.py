@@ -23,7 +23,9 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+from htam_agent.evaluation.parent.candidate import Candidate
+from htam_agent.evaluation.parent.evaluator import Evaluator
+from htam_agent.evaluation.parent.options import EvalOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ pairs a candidate with its reference) and each times its own calls. With `--flus
 two medians, their ratio, and the spread of the per-block ratios), then the ratios' median, min and max.
 The environment is passed on as it is, so the evaluator's settings can be tried, e.g.
 `MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 OMP_WAIT_POLICY=PASSIVE` (what
-`runner.scrubbed_env` sets) or `THP_MEM_ALLOC_ENABLE=1`. Measure alone.
+`parent/pool.scrubbed_env` sets) or `THP_MEM_ALLOC_ENABLE=1`. Measure alone.
 """
 
 from __future__ import annotations

@@ -29,7 +29,9 @@ CHILD = r'''
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from cheat_catalogue import CPP_CHEATS, HONEST, task_path
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+from htam_agent.evaluation.parent.candidate import Candidate
+from htam_agent.evaluation.parent.evaluator import Evaluator
+from htam_agent.evaluation.parent.options import EvalOptions
 n, build_root, paired, which = int(sys.argv[2]), sys.argv[3], sys.argv[4] == "1", sys.argv[5]
 opts = EvalOptions(backend="cpp", baselines=("eager",) if paired else (), timing=True,
                    timing_plan={"target_s": 0.05, "min_reps": 3, "max_reps": 10}, build_root=build_root,

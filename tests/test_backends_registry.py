@@ -95,7 +95,7 @@ def test_exemplar_coder_and_prompts_reject_an_unknown_backend_with_the_registry_
 
 def test_evaluation_backends_are_the_registry():
     from htam_agent.evaluation.backends import BACKEND_NAMES, get_backend
-    from htam_agent.evaluation.runner import EvalOptions
+    from htam_agent.evaluation.parent.options import EvalOptions
 
     assert BACKEND_NAMES == BACKENDS
     for name in BACKENDS:

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from htam_agent.bundled_tasks import SUITE_DIR, candidate_files
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+from htam_agent.evaluation.parent.candidate import Candidate
+from htam_agent.evaluation.parent.evaluator import Evaluator
+from htam_agent.evaluation.parent.options import EvalOptions
 
 TASKS = (
     "elementwise_leaky_relu",

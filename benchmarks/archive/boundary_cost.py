@@ -29,7 +29,9 @@ NEW_ROOT = Path(__file__).resolve().parents[2]
 
 
 def driver(root: str, backend: str, build_root: str, repeats: int, settle: float, only: str | None) -> None:
-    from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+    from htam_agent.evaluation.parent.candidate import Candidate
+    from htam_agent.evaluation.parent.evaluator import Evaluator
+    from htam_agent.evaluation.parent.options import EvalOptions
 
     data = Path(root) / "htam_agent" / "bundled_tasks"
     if not data.is_dir():  # a tree from before issue 26's renames

@@ -27,7 +27,9 @@ CANDIDATE = next(iter(sorted((ROOT / "htam_agent/bundled_tasks/candidates/fused_
 
 
 def driver(root: str, task: str, candidate: str, runs: int, build_root: str) -> None:
-    from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+    from htam_agent.evaluation.parent.candidate import Candidate
+    from htam_agent.evaluation.parent.evaluator import Evaluator
+    from htam_agent.evaluation.parent.options import EvalOptions
 
     cand = Candidate(task_path=task, source=Path(candidate).read_text())
     Evaluator(EvalOptions(backend="cpp", baselines=(), timing=False, build_root=build_root), None).evaluate(

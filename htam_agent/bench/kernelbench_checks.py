@@ -36,7 +36,7 @@ at the shapes derived from the size globals (2048 x 1536 there; the second shape
 and `--only` splits the run. Only the eager baseline is timed unless --baselines says otherwise.
 
 Imports only the standard library, the launcher's text (htam_agent.coder.exemplar.fast_cuda) and the
-verdict's reader (htam_agent.evaluation.readout), both stdlib only: it runs on a GPU host with torch and
+verdict's reader (htam_agent.evaluation.parent.readout), both stdlib only: it runs on a GPU host with torch and
 numpy next to our package. Its command line is `htam_agent.cli.kernelbench_checks` (argparse, stdlib too);
 this module is the checks, `run(args)` for parsed options.
 """
@@ -55,7 +55,7 @@ from pathlib import Path
 
 from htam_agent import threadsafe
 from htam_agent.bench import launcher_marker
-from htam_agent.evaluation.readout import Readout
+from htam_agent.evaluation.parent.readout import Readout
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding htam_agent/: the batch imports it from here
 GROUPS = ("honest", "cheats")

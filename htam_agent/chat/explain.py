@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from htam_agent import threadsafe
-from htam_agent.evaluation.readout import Readout
+from htam_agent.evaluation.parent.readout import Readout
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_+-]*\n(.*?)```", re.S)
 

@@ -202,8 +202,8 @@ class RunManager:
     # -- single candidates, explanations, export --------------------------------------------------------
     def evaluate(self, task: str, code: str, backend: str | None = None) -> dict[str, Any]:
         """Compile, verify and time one candidate; the verdict is kept (eval id) so it can be explained."""
-        from htam_agent.evaluation.readout import Readout
-        from htam_agent.evaluation.runner import Candidate
+        from htam_agent.evaluation.parent.candidate import Candidate
+        from htam_agent.evaluation.parent.readout import Readout
         from htam_agent.run.resources import gateway_for
 
         path = self.task_file(task)

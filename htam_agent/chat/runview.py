@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from htam_agent.evaluation.readout import Readout
+from htam_agent.evaluation.parent.readout import Readout
 
 
 @dataclass

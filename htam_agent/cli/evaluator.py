@@ -28,7 +28,7 @@ def _with_eval_options(fn: Callable[..., None]) -> Callable[..., None]:
     """Give a typer command the evaluator's shared options (htam_agent/evaluation/options.py, also behind
     `python -m htam_agent.evaluation`): they join fn's own parameters in the signature typer reads, and fn gets
     their values as one dict, `options` (choices as plain strings)."""
-    from htam_agent.evaluation.options import EVAL_OPTIONS
+    from htam_agent.evaluation.parent.options import EVAL_OPTIONS
 
     shared = []
     for o in EVAL_OPTIONS:
@@ -62,10 +62,11 @@ def eval_cmd(
 ) -> None:
     """Compile, verify and time CANDIDATE against TASK; exit status 0 only when it is accepted."""
     from htam_agent.evaluation.backends import BACKEND_NAMES, detect_backend
-    from htam_agent.evaluation.gateway import EvaluationGateway
-    from htam_agent.evaluation.options import eval_options, verdict_store
-    from htam_agent.evaluation.readout import Readout
-    from htam_agent.evaluation.runner import Candidate, Evaluator
+    from htam_agent.evaluation.parent.candidate import Candidate
+    from htam_agent.evaluation.parent.evaluator import Evaluator
+    from htam_agent.evaluation.parent.gateway import EvaluationGateway
+    from htam_agent.evaluation.parent.options import eval_options, verdict_store
+    from htam_agent.evaluation.parent.readout import Readout
     from htam_agent.evaluation.tasks import TaskError, load_task
 
     assert options is not None  # filled by _with_eval_options
@@ -101,7 +102,7 @@ def eval_cmd(
 @verdicts_app.command("import")
 def verdicts_import(file: Annotated[Path, typer.Argument(help="verdicts.jsonl from `python -m htam_agent.evaluation batch`")]) -> None:
     """Import verdicts made on another host (e.g. a GPU host) into the local store."""
-    from htam_agent.evaluation.store import StoreError, VerdictStore
+    from htam_agent.evaluation.parent.store import StoreError, VerdictStore
 
     store = VerdictStore()
     try:
@@ -115,7 +116,7 @@ def verdicts_import(file: Annotated[Path, typer.Argument(help="verdicts.jsonl fr
 @verdicts_app.command("export")
 def verdicts_export(file: Path) -> None:
     """Write every stored verdict to a JSON-lines file."""
-    from htam_agent.evaluation.store import VerdictStore
+    from htam_agent.evaluation.parent.store import VerdictStore
 
     store = VerdictStore()
     typer.echo(f"exported {store.export_jsonl(file)} verdicts from {store.root}")
@@ -124,8 +125,8 @@ def verdicts_export(file: Path) -> None:
 @verdicts_app.command("list")
 def verdicts_list(task: Annotated[str | None, typer.Option(help="only this task")] = None) -> None:
     """One line per stored verdict: task, backend, device, status, speedup."""
-    from htam_agent.evaluation.readout import Readout
-    from htam_agent.evaluation.store import VerdictStore
+    from htam_agent.evaluation.parent.readout import Readout
+    from htam_agent.evaluation.parent.store import VerdictStore
 
     for v in VerdictStore():
         if task and Readout(v).task != task:

@@ -115,7 +115,7 @@ def _num(value: Any) -> float | None:
 
 def summarize_verdict(verdict: dict[str, Any] | None) -> str:
     """One short paragraph: status, speedups, roofline fraction and bound, the evaluator's reason."""
-    from htam_agent.evaluation.readout import Readout
+    from htam_agent.evaluation.parent.readout import Readout
 
     return Readout(verdict).brief()
 
@@ -144,7 +144,7 @@ def headroom_text(verdict: dict[str, Any] | None) -> str:
     the floor is the minimum bytes (inputs read, outputs written once) at the measured bandwidth, so
     floor_ms x bandwidth is that minimum and the best's median x bandwidth is what its time could move. ''
     below NEAR_ROOFLINE or without the facts."""
-    from htam_agent.evaluation.readout import NEAR_ROOFLINE, Readout
+    from htam_agent.evaluation.parent.readout import NEAR_ROOFLINE, Readout
 
     read = Readout(verdict)
     frac, facts = read.roofline_fraction, read.facts() or {}

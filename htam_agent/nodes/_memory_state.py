@@ -4,7 +4,7 @@ memory status is `evaluation.readout.Readout`'s (the one reader of verdicts)."""
 from __future__ import annotations
 
 from htam_agent.context import RunContext
-from htam_agent.evaluation.readout import Readout
+from htam_agent.evaluation.parent.readout import Readout
 from htam_agent.state import AgentState, measured_by_step
 
 

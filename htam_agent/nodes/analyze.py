@@ -16,7 +16,7 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from htam_agent.context import RunContext
-from htam_agent.evaluation.readout import NEAR_ROOFLINE, Readout
+from htam_agent.evaluation.parent.readout import NEAR_ROOFLINE, Readout
 from htam_agent.state import AgentState, Analysis, latest_per_variant, step_candidates
 
 _ELEMENTWISE = {

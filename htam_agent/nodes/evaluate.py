@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from htam_agent.context import RunContext
-from htam_agent.evaluation.readout import Readout
+from htam_agent.evaluation.parent.readout import Readout
 from htam_agent.run.artifacts import RunArtifacts
 from htam_agent.run.resources import gateway_for
 from htam_agent.state import (
@@ -45,7 +45,7 @@ def evaluate(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         elif compiled and Readout(compiled).status != "accepted":
             verdict = compiled
         else:
-            from htam_agent.evaluation.runner import Candidate
+            from htam_agent.evaluation.parent.candidate import Candidate
 
             name = f"{state.get('task_name', 'task')}_s{step}_v{cand['variant']}_r{cand['repair']}"
             verdict = gateway.benchmark(Candidate.of(state["task_path"], cand["code"], name=name,

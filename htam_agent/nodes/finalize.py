@@ -10,7 +10,7 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from htam_agent.context import RunContext
-from htam_agent.evaluation.readout import Readout
+from htam_agent.evaluation.parent.readout import Readout
 from htam_agent.run.artifacts import RunArtifacts
 from htam_agent.run.result import RunResult
 from htam_agent.state import AgentState

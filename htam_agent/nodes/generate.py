@@ -128,7 +128,7 @@ def generate(task: GenerationTask, runtime: Runtime[RunContext]) -> dict[str, An
     }
     gateway = gateway_for(ctx)
     if proposal.code is not None and gateway.local:  # replayed verdicts need no build
-        from htam_agent.evaluation.runner import Candidate
+        from htam_agent.evaluation.parent.candidate import Candidate
 
         name = f"{task['task_name']}_s{step}_v{variant}_r{repair}"
         compiled = gateway.compile(Candidate.of(task["task_path"], proposal.code, name=name,

@@ -16,7 +16,7 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from htam_agent.context import RunContext
-from htam_agent.evaluation.readout import Readout
+from htam_agent.evaluation.parent.readout import Readout
 from htam_agent.nodes._memory_state import (
     history_steps,
     memory_state,

@@ -16,8 +16,8 @@ from htam_agent.context import RunContext
 
 if TYPE_CHECKING:
     from htam_agent.coder.base import Coder
-    from htam_agent.evaluation.gateway import EvaluationGateway
-    from htam_agent.evaluation.runner import Evaluator
+    from htam_agent.evaluation.parent.evaluator import Evaluator
+    from htam_agent.evaluation.parent.gateway import EvaluationGateway
     from htam_agent.memory.htam import HTAMemory
 
 
@@ -67,7 +67,7 @@ def memory_for(ctx: RunContext) -> HTAMemory | None:
 def gateway_for(ctx: RunContext) -> EvaluationGateway:
     """The run's one door to verdicts: local evaluation, or replay of stored verdicts where the backend's device
     is missing (`ctx.evaluation`). An injected Evaluator is wrapped; an injected gateway is used as it is."""
-    from htam_agent.evaluation.gateway import EvaluationGateway, resolve_mode
+    from htam_agent.evaluation.parent.gateway import EvaluationGateway, resolve_mode
 
     inj = _injected(ctx).evaluator
     if isinstance(inj, EvaluationGateway):
@@ -77,8 +77,9 @@ def gateway_for(ctx: RunContext) -> EvaluationGateway:
         return EvaluationGateway(inj, mode)
 
     def build() -> EvaluationGateway:
-        from htam_agent.evaluation.runner import EvalOptions, Evaluator
-        from htam_agent.evaluation.store import VerdictStore
+        from htam_agent.evaluation.parent.evaluator import Evaluator
+        from htam_agent.evaluation.parent.options import EvalOptions
+        from htam_agent.evaluation.parent.store import VerdictStore
 
         opts = EvalOptions(backend=ctx.backend, size=ctx.size, baselines=tuple(ctx.baselines),
                            compile_timeout_s=ctx.compile_timeout_s, run_timeout_s=ctx.run_timeout_s,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 # NEAR_ROOFLINE: a baseline at this fraction of the roofline floor or more leaves at most 1/0.7 = 1.43x to gain,
 # so the roofline explains why no kernel beat it (the memory calls a candidate this close "near_roofline" too)
-from htam_agent.evaluation.readout import NEAR_ROOFLINE, Readout
+from htam_agent.evaluation.parent.readout import NEAR_ROOFLINE, Readout
 
 if TYPE_CHECKING:
     from htam_agent.state import StepRecord

@@ -20,7 +20,7 @@ class KernelInput(BaseModel):
 
 
 def summary(verdict: dict[str, Any]) -> str:
-    from htam_agent.evaluation.readout import Readout
+    from htam_agent.evaluation.parent.readout import Readout
 
     return Readout(verdict).tool_answer()
 
@@ -28,8 +28,8 @@ def summary(verdict: dict[str, Any]) -> str:
 def make_evaluator_tools(gateway: Any, mode: str | None = None) -> list[BaseTool]:
     """compile_kernel, verify_kernel, benchmark_kernel over one gateway (an Evaluator is wrapped in one; `mode`
     local | replay | auto applies only then, default auto)."""
-    from htam_agent.evaluation.gateway import EvaluationGateway, resolve_mode
-    from htam_agent.evaluation.runner import Candidate
+    from htam_agent.evaluation.parent.candidate import Candidate
+    from htam_agent.evaluation.parent.gateway import EvaluationGateway, resolve_mode
 
     if not isinstance(gateway, EvaluationGateway):
         gateway = EvaluationGateway(gateway, resolve_mode(mode or "auto", gateway.options.backend))

@@ -15,7 +15,7 @@ import pytest
 from htam_agent.agent import run_optimization
 from htam_agent.bundled_tasks import CANDIDATES_DIR
 from htam_agent.context import RunContext
-from htam_agent.evaluation.store import VerdictStore
+from htam_agent.evaluation.parent.store import VerdictStore
 
 from .scripted_coder import softmax_task
 

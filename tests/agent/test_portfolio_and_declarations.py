@@ -18,7 +18,7 @@ from htam_agent.agent import run_optimization
 from htam_agent.bundled_tasks import CANDIDATES_DIR
 from htam_agent.coder.extract import parse_declaration
 from htam_agent.context import RunContext
-from htam_agent.evaluation.store import VerdictStore
+from htam_agent.evaluation.parent.store import VerdictStore
 from htam_agent.memory.catalog import load_catalog
 from htam_agent.memory.config import MemoryConfig
 from htam_agent.memory.htam import HTAMemory

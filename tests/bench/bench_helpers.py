@@ -24,7 +24,9 @@ def _build_root() -> str:
 
 def evaluating_run_fn(task_path: str, ctx: RunContext, *, run_id: str | None = None) -> RunResult:
     from htam_agent.bundled_tasks import candidate_files
-    from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+    from htam_agent.evaluation.parent.candidate import Candidate
+    from htam_agent.evaluation.parent.evaluator import Evaluator
+    from htam_agent.evaluation.parent.options import EvalOptions
 
     t0 = time.time()
     stem = Path(task_path).stem

@@ -126,7 +126,7 @@ def test_dry_run_writes_pairs_the_batch_reads(kb, cands, tmp_path, capsys, which
         {"task": relu, "candidate": str((cands / "cheats" / "c12_relu.py").resolve())},
         {"task": softmax, "candidate": str((cands / "cheats" / "c15_softmax.py").resolve())},
     ]
-    from htam_agent.evaluation.__main__ import _pairs_from_file
+    from htam_agent.evaluation.parent.commands import _pairs_from_file
 
     assert _pairs_from_file(str(out / "pairs.json")) == [(p["task"], p["candidate"]) for p in pairs]
     printed = capsys.readouterr().out
@@ -287,7 +287,7 @@ def test_imports_only_the_standard_library():
                "htam_agent.cli", "htam_agent.cli.kernelbench_checks",  # its argparse, the one command line
                "htam_agent.bench.launcher_marker", "htam_agent.coder", "htam_agent.coder.exemplar",
                "htam_agent.coder.exemplar.fast_cuda",  # the launcher's text, for the fast-form fixtures
-               "htam_agent.evaluation", "htam_agent.evaluation.readout", "htam_agent.evaluation.common",
+               "htam_agent.evaluation", "htam_agent.evaluation.parent", "htam_agent.evaluation.parent.readout", "htam_agent.evaluation.common",
                "htam_agent.evaluation.common.verdict"]  # the verdict's reader, stdlib only
     code = (
         "import runpy, sys\n"

@@ -23,8 +23,10 @@ from cheat_catalogue import HERE, NOT_ACCEPTED, task_path
 from sync_extension import source_of
 
 from htam_agent.evaluation.common import builder, containment
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator, storable
-from htam_agent.evaluation.store import VerdictStore
+from htam_agent.evaluation.parent.candidate import Candidate
+from htam_agent.evaluation.parent.evaluator import Evaluator, storable
+from htam_agent.evaluation.parent.options import EvalOptions
+from htam_agent.evaluation.parent.store import VerdictStore
 
 TIMING_PLAN = {"target_s": 0.05, "min_reps": 3, "max_reps": 10}
 # The lock attack runs first: in a fresh session its victim's extension is built after the lock was tried.

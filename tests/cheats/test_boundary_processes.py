@@ -24,9 +24,11 @@ import pytest
 from cheat_catalogue import HERE, NOT_ACCEPTED, task_path
 from sync_extension import source_of
 
-from htam_agent.evaluation import runner
 from htam_agent.evaluation.common import containment
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator, storable
+from htam_agent.evaluation.parent import pool
+from htam_agent.evaluation.parent.candidate import Candidate
+from htam_agent.evaluation.parent.evaluator import Evaluator, storable
+from htam_agent.evaluation.parent.options import EvalOptions
 
 TIMING_PLAN = {"target_s": 0.05, "min_reps": 5, "max_reps": 20}
 TASK = str(task_path("elementwise_leaky_relu"))
@@ -67,7 +69,7 @@ def _victim_matches_solo(build_root: str, solo: dict) -> None:
 
 @pytest.fixture(scope="module")
 def solo(build_root) -> dict:
-    runner._shutdown_spares()  # no checker started earlier with another environment
+    pool._shutdown_spares()  # no checker started earlier with another environment
     v = _evaluate(build_root, HERE / "honest" / "h07_thread_pool_joined.py")
     assert v["accepted"], (v["status"], v["reason"])
     return v
@@ -101,7 +103,7 @@ def test_fill_is_refused_outside_its_folders_and_removed_inside(build_root, solo
 
 @pytest.mark.slow
 def test_scratch_quota_kills_the_filler_with_a_candidate_verdict(build_root, solo, monkeypatch):
-    runner._shutdown_spares()
+    pool._shutdown_spares()
     monkeypatch.setenv("HTAM_SANDBOX_QUOTA_MB", "40")
     a = _evaluate(build_root, HERE / "cpp" / "p18_fill_shm_and_build_root.py")
     assert a["status"] == "crashed" and "scratch quota" in a["reason"], (a["status"], a["reason"])
@@ -177,8 +179,8 @@ def test_quota_watchdog_calls_once_over_the_limit(tmp_path):
 def test_spares_leave_no_job_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)
-    runner._shutdown_spares()
-    runner._replenish(1)
+    pool._shutdown_spares()
+    pool._replenish(1)
     assert len(list(tmp_path.glob("htam-job-*"))) == 1
-    runner._shutdown_spares()
+    pool._shutdown_spares()
     assert list(tmp_path.glob("htam-job-*")) == [] and list(tmp_path.glob("htam-sandbox-*")) == []

@@ -14,7 +14,9 @@ import pytest
 from cheat_catalogue import CLOCK_BOUNDED, HERE, task_path
 from sync_extension import source_of
 
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+from htam_agent.evaluation.parent.candidate import Candidate
+from htam_agent.evaluation.parent.evaluator import Evaluator
+from htam_agent.evaluation.parent.options import EvalOptions
 
 pytestmark = pytest.mark.slow
 

@@ -24,7 +24,9 @@ from pathlib import Path
 import pytest
 from cheat_catalogue import CPP_CHEATS, HONEST, NOT_ACCEPTED, caught_by, task_path
 
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+from htam_agent.evaluation.parent.candidate import Candidate
+from htam_agent.evaluation.parent.evaluator import Evaluator
+from htam_agent.evaluation.parent.options import EvalOptions
 
 pytestmark = pytest.mark.slow
 

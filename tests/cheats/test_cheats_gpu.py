@@ -27,7 +27,9 @@ from cheat_catalogue import (
     task_path,
 )
 
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+from htam_agent.evaluation.parent.candidate import Candidate
+from htam_agent.evaluation.parent.evaluator import Evaluator
+from htam_agent.evaluation.parent.options import EvalOptions
 
 pytestmark = pytest.mark.gpu
 

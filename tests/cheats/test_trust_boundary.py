@@ -16,8 +16,10 @@ from cheat_catalogue import HERE, NEUTRALISED, task_path
 from sync_extension import source_of
 
 from htam_agent.evaluation.common import containment
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
-from htam_agent.evaluation.store import VerdictStore
+from htam_agent.evaluation.parent.candidate import Candidate
+from htam_agent.evaluation.parent.evaluator import Evaluator
+from htam_agent.evaluation.parent.options import EvalOptions
+from htam_agent.evaluation.parent.store import VerdictStore
 
 pytestmark = pytest.mark.slow
 

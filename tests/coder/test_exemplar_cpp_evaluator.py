@@ -13,7 +13,9 @@ from exemplar_helpers import COVERED, task_source
 
 from htam_agent.bundled_tasks import SUITE_DIR
 from htam_agent.coder.exemplar import enumerate_candidates
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+from htam_agent.evaluation.parent.candidate import Candidate
+from htam_agent.evaluation.parent.evaluator import Evaluator
+from htam_agent.evaluation.parent.options import EvalOptions
 
 EXTRA = [  # (task, knobs the variant must have)
     ("norm_softmax", {"passes": "online", "vec": 8}),

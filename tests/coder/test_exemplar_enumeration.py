@@ -54,7 +54,7 @@ def test_cli_list_and_write_feed_the_batch(tmp_path: Path):
     for m in manifest:
         assert set(m) >= {"task", "backend", "variant", "knobs", "file"}
         assert parse_header(Path(m["file"]).read_text())[2] == m["knobs"]
-    from htam_agent.evaluation.__main__ import _pairs
+    from htam_agent.evaluation.parent.commands import _pairs
 
     pairs = _pairs(argparse.Namespace(pairs=str(out / "pairs.json")))
     assert sorted(c for _, c in pairs) == sorted(m["file"] for m in manifest)

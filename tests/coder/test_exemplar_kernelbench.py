@@ -89,7 +89,9 @@ EVAL_CASES = [(name, {}) for name in sorted(TASKS)] + [
 
 @pytest.fixture(scope="module")
 def kb_verdicts(build_root: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+    from htam_agent.evaluation.parent.candidate import Candidate
+    from htam_agent.evaluation.parent.evaluator import Evaluator
+    from htam_agent.evaluation.parent.options import EvalOptions
 
     folder = tmp_path_factory.mktemp("kb_tasks")
     cands, keys = [], []

@@ -12,7 +12,9 @@ from pathlib import Path
 
 from htam_agent.bundled_tasks import candidate_files
 from htam_agent.evaluation.checker import judge
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+from htam_agent.evaluation.parent.candidate import Candidate
+from htam_agent.evaluation.parent.evaluator import Evaluator
+from htam_agent.evaluation.parent.options import EvalOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = ROOT / "htam_agent/bundled_tasks/suite/elementwise_leaky_relu.py"

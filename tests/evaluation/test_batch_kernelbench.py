@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from support.kernelbench_files import RELU, TINY_MLP
 
-from htam_agent.evaluation.__main__ import BatchError, _pairs, main
+from htam_agent.evaluation.parent.commands import BatchError, _pairs, main
 
 SCALE = '''import torch
 import torch.nn as nn

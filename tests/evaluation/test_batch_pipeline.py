@@ -1,4 +1,4 @@
-"""A batch's builds and verdicts overlap on a GPU host, and not on the CPU (runner.Evaluator.evaluate_batch)."""
+"""A batch's builds and verdicts overlap on a GPU host, and not on the CPU (Evaluator.evaluate_batch)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from htam_agent.evaluation.runner import EvalOptions, Evaluator
+from htam_agent.evaluation.parent.evaluator import Evaluator
+from htam_agent.evaluation.parent.options import EvalOptions
 
 
 def _timeline(backend: str) -> tuple[list[tuple[str, int, float]], list[tuple[str, int, int]]]:

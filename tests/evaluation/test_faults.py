@@ -12,7 +12,9 @@ import time
 
 import pytest
 
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+from htam_agent.evaluation.parent.candidate import Candidate
+from htam_agent.evaluation.parent.evaluator import Evaluator
+from htam_agent.evaluation.parent.options import EvalOptions
 
 pytestmark = pytest.mark.slow
 
@@ -121,7 +123,7 @@ def test_secrets_do_not_reach_the_worker(evaluator, relu_task, monkeypatch):
 def test_every_evaluation_process_runs_with_fixed_malloc_thresholds(evaluator, relu_task, monkeypatch):
     """glibc's moving thresholds made eager timings bimodal (1.5 vs 4-5 ms on norm_rmsnorm): the sandbox runs
     with fixed ones, and a user's own setting wins."""
-    from htam_agent.evaluation.runner import MALLOC_MMAP_THRESHOLD, scrubbed_env
+    from htam_agent.evaluation.parent.pool import MALLOC_MMAP_THRESHOLD, scrubbed_env
 
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
     want = str(MALLOC_MMAP_THRESHOLD)
@@ -179,8 +181,8 @@ def test_invalid_candidate_without_kernel(evaluator, relu_task):
 
 
 def test_timing_and_eager_baseline_are_reported(build_root, relu_task, tmp_path):
-    from htam_agent.evaluation.runner import storable
-    from htam_agent.evaluation.store import VerdictStore
+    from htam_agent.evaluation.parent.evaluator import storable
+    from htam_agent.evaluation.parent.store import VerdictStore
 
     store = VerdictStore(tmp_path / "verdicts")
     opts = EvalOptions(backend="cpp", baselines=("eager",), build_root=build_root,
@@ -202,7 +204,7 @@ def test_timing_and_eager_baseline_are_reported(build_root, relu_task, tmp_path)
 
 
 def test_verdict_without_timing_is_replayed_from_the_store(build_root, relu_task, tmp_path):
-    from htam_agent.evaluation.store import VerdictStore
+    from htam_agent.evaluation.parent.store import VerdictStore
 
     store = VerdictStore(tmp_path / "verdicts")
     opts = EvalOptions(backend="cpp", timing=False, baselines=(), build_root=build_root, run_timeout_s=20)
@@ -217,7 +219,7 @@ def test_verdict_without_timing_is_replayed_from_the_store(build_root, relu_task
 
 
 def test_only_steady_verdicts_are_stored():
-    from htam_agent.evaluation.runner import storable
+    from htam_agent.evaluation.parent.evaluator import storable
 
     flag = {"name": "timing_unreliable", "reason": "spread 40%", "rejects": False}
     assert storable({"status": "accepted", "flags": []})

@@ -12,9 +12,11 @@ import pytest
 from langchain_core.messages import ToolMessage
 
 from htam_agent.bundled_tasks import CANDIDATES_DIR, SUITE_DIR
-from htam_agent.evaluation.gateway import EvaluationGateway, resolve_mode
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
-from htam_agent.evaluation.store import VerdictStore
+from htam_agent.evaluation.parent.candidate import Candidate
+from htam_agent.evaluation.parent.evaluator import Evaluator
+from htam_agent.evaluation.parent.gateway import EvaluationGateway, resolve_mode
+from htam_agent.evaluation.parent.options import EvalOptions
+from htam_agent.evaluation.parent.store import VerdictStore
 
 TASK = SUITE_DIR / "norm_softmax.py"
 CODE = (CANDIDATES_DIR / "norm_softmax" / "cuda_online.py").read_text()
@@ -92,7 +94,7 @@ def test_langchain_tools_are_thin_wrappers_over_the_gateway(replaying):
 def test_cpu_baselines_are_measured_in_each_process_gpu_ones_replayed(tmp_path, monkeypatch):
     """A CPU's eager time depends on the load of the moment: a stored one is never replayed into a new run
     (a stale one made a bogus 7.99x); a GPU host's is."""
-    from htam_agent.evaluation import runner
+    from htam_agent.evaluation.parent import evaluator
 
     measured: list[str] = []
 
@@ -100,7 +102,7 @@ def test_cpu_baselines_are_measured_in_each_process_gpu_ones_replayed(tmp_path, 
         measured.append(job["backend"])
         return {"status": "accepted", "accepted": True, "flags": [], "timing": {"eager": {"median_ms": 1.0}}}
 
-    monkeypatch.setattr(runner, "run_job", fake_job)
+    monkeypatch.setattr(evaluator, "run_job", fake_job)
     store = VerdictStore(tmp_path / "verdicts")
     for backend in ("cpp", "cuda"):
         ev = Evaluator(EvalOptions(backend=backend, baselines=("eager",)), store=store, device="dev")

@@ -11,7 +11,9 @@ import sys
 import pytest
 
 from htam_agent.bundled_tasks import SUITE_DIR
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+from htam_agent.evaluation.parent.candidate import Candidate
+from htam_agent.evaluation.parent.evaluator import Evaluator
+from htam_agent.evaluation.parent.options import EvalOptions
 
 pytestmark = pytest.mark.gpu
 TASK = str(SUITE_DIR / "elementwise_leaky_relu.py")

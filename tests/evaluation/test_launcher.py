@@ -1,4 +1,4 @@
-"""Checkers forked from the launcher (launcher/, forkserver.py), and the sandboxes they fork.
+"""Checkers forked from the launcher (launcher/, parent/launcher_client.py), and the sandboxes they fork.
 
 A forked sandbox must be what a freshly started one is: its own session, its uid (when root), no capability
 but the one it may keep, only its socket and stdio open (nothing of the checker's or the launcher's: a
@@ -18,11 +18,13 @@ import time
 import pytest
 
 from htam_agent.bundled_tasks import SUITE_DIR
-from htam_agent.evaluation import forkserver, runner
 from htam_agent.evaluation.common import containment
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
+from htam_agent.evaluation.parent import launcher_client, pool
+from htam_agent.evaluation.parent.candidate import Candidate
+from htam_agent.evaluation.parent.evaluator import Evaluator
+from htam_agent.evaluation.parent.options import EvalOptions
 
-pytestmark = pytest.mark.skipif(not forkserver.enabled(), reason="the launcher serves on Linux only")
+pytestmark = pytest.mark.skipif(not launcher_client.enabled(), reason="the launcher serves on Linux only")
 
 PROBE = r'''
 import ctypes, json, os, tempfile
@@ -71,7 +73,7 @@ def evaluator(build_root: str) -> Evaluator:
 
 def test_a_forked_sandbox_is_boxed_like_a_fresh_one(evaluator, monkeypatch):
     monkeypatch.setenv("HTAM_TEST_MARK", "this evaluation's")  # a running launcher serves it: the request carries it
-    runner._shutdown_spares()  # a spare started before the change has the environment of its start
+    pool._shutdown_spares()  # a spare started before the change has the environment of its start
     v = evaluator.evaluate(Candidate(task_path=str(SUITE_DIR / "elementwise_leaky_relu.py"), source=PROBE),
                            use_store=False)
     assert v["status"] == "compile_error", v["reason"]
@@ -91,10 +93,10 @@ def test_a_forked_sandbox_is_boxed_like_a_fresh_one(evaluator, monkeypatch):
         assert facts["cap_eff"] in (0, 1 << containment.CAP_DAC_READ_SEARCH), hex(facts["cap_eff"])
 
 
-def _spawn(tmp_path, env: dict[str, str]) -> forkserver.Launched:
+def _spawn(tmp_path, env: dict[str, str]) -> launcher_client.Launched:
     r, w = os.pipe()
     with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
-        launched = forkserver.spawn(tmp_path, env, out, err, w)
+        launched = launcher_client.spawn(tmp_path, env, out, err, w)
     os.close(w)
     assert launched is not None
     launched.stdin.close()  # no job: the checker kills its sandbox and leaves
@@ -104,24 +106,24 @@ def _spawn(tmp_path, env: dict[str, str]) -> forkserver.Launched:
 
 
 def test_a_changed_environment_or_a_dead_launcher_gets_a_new_launcher(tmp_path):
-    env = runner.scrubbed_env()
+    env = pool.scrubbed_env()
     _spawn(tmp_path, env)
-    first = forkserver._current
+    first = launcher_client._current
     assert first is not None
     _spawn(tmp_path, env)
-    assert forkserver._current is first  # the same environment: the same launcher
+    assert launcher_client._current is first  # the same environment: the same launcher
     _spawn(tmp_path, {**env, "HTAM_TEST_MARK": "1", "PYTEST_CURRENT_TEST": "another test"})
-    assert forkserver._current is first  # read only when needed: the checker gets them, the launcher stays
+    assert launcher_client._current is first  # read only when needed: the checker gets them, the launcher stays
     _spawn(tmp_path, {**env, "OMP_NUM_THREADS": "1"})
-    second = forkserver._current
+    second = launcher_client._current
     assert second is not first and first.proc.poll() is not None  # the old one was told to go, and went
     os.kill(second.proc.pid, signal.SIGKILL)
     second.proc.wait()
     assert second.folder.exists()  # killed: the parent's close removes it below
     _spawn(tmp_path, {**env, "OMP_NUM_THREADS": "1"})
-    assert forkserver._current is not second and forkserver._current.proc.poll() is None
+    assert launcher_client._current is not second and launcher_client._current.proc.poll() is None
     assert not second.folder.exists() and not first.folder.exists()
-    forkserver.shutdown()
+    launcher_client.shutdown()
 
 
 def test_a_launcher_whose_parent_dies_leaves_no_folder():
@@ -130,31 +132,31 @@ def test_a_launcher_whose_parent_dies_leaves_no_folder():
     import subprocess
     import sys
 
-    code = ("import os, sys; from htam_agent.evaluation import forkserver, runner; "
-            "l = forkserver.Launcher(runner.scrubbed_env()); print(l.folder, l.proc.pid, flush=True); os._exit(0)")
+    code = ("import os, sys; from htam_agent.evaluation.parent import launcher_client, pool; "
+            "l = launcher_client.Launcher(pool.scrubbed_env()); print(l.folder, l.proc.pid, flush=True); os._exit(0)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     folder, pid = out.stdout.split()
     deadline = time.monotonic() + 60
-    while (os.path.exists(folder) or forkserver._alive(int(pid))) and time.monotonic() < deadline:
+    while (os.path.exists(folder) or launcher_client._alive(int(pid))) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not os.path.exists(folder), "the launcher's folder outlived its parent"
-    assert not forkserver._alive(int(pid)), "the launcher outlived its parent"
+    assert not launcher_client._alive(int(pid)), "the launcher outlived its parent"
 
 
 def test_htam_launcher_0_starts_fresh_interpreters(monkeypatch):
     monkeypatch.setenv("HTAM_LAUNCHER", "0")
-    assert not forkserver.enabled()
-    spare = runner._Spare()
+    assert not launcher_client.enabled()
+    spare = pool.Spare()
     try:
-        assert not isinstance(spare.proc, forkserver.Launched)
+        assert not isinstance(spare.proc, launcher_client.Launched)
     finally:
         spare.proc.stdin.close()
         spare.proc.wait(timeout=60)
-        runner._discard(spare)
+        pool._discard(spare)
 
 
 def test_no_evaluator_module_reads_the_environment_at_import():
-    """What forkserver.LATE relies on: a launcher started before `HTAM_*` changed serves the change, because
+    """What launcher_client.LATE relies on: a launcher started before `HTAM_*` changed serves the change, because
     the evaluator reads its variables when it needs them, never in a module's top-level code."""
     import ast
     from pathlib import Path

@@ -13,7 +13,7 @@ import sys
 SCENARIO = r'''
 import json, os, subprocess, sys, tempfile, time
 from htam_agent.evaluation.common import containment
-from htam_agent.evaluation.runner import scrubbed_env
+from htam_agent.evaluation.parent.pool import scrubbed_env
 
 containment.become_subreaper()
 scratch = tempfile.mkdtemp(prefix="htam-job-")
@@ -21,7 +21,7 @@ r, w = os.pipe()
 os.close(r)  # the parent's end of the verdict pipe is gone before the spare's first event
 proc = subprocess.Popen([sys.executable, "-m", "htam_agent.evaluation.checker", "--result-fd", str(w)],
                         cwd=scratch, env=scrubbed_env(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                        stderr=subprocess.PIPE, pass_fds=(w,), start_new_session=True)  # as runner._Spare
+                        stderr=subprocess.PIPE, pass_fds=(w,), start_new_session=True)  # as pool.Spare
 os.close(w)
 _, err = proc.communicate(timeout=120)
 end = time.monotonic() + 10

@@ -18,7 +18,7 @@ from htam_agent.evaluation.checker import phases as checker
 from htam_agent.evaluation.checker.timed_calls import paired_reps, reps_for, time_paired
 from htam_agent.evaluation.common import containment
 from htam_agent.evaluation.common.verdict import VerdictBuilder
-from htam_agent.evaluation.runner import EvalOptions
+from htam_agent.evaluation.parent.options import EvalOptions
 from htam_agent.evaluation.tasks import load_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -185,7 +185,8 @@ def test_a_reference_that_fails_in_its_own_sandbox_leaves_the_candidates_evaluat
     own sandbox, a sibling of the failed one, is evaluated to the end (a kill of the failed one used to take
     every process of the checker with it)."""
     from htam_agent.bundled_tasks import candidate_files
-    from htam_agent.evaluation.runner import Candidate, Evaluator
+    from htam_agent.evaluation.parent.candidate import Candidate
+    from htam_agent.evaluation.parent.evaluator import Evaluator
 
     source = TASK.read_text().replace(
         '        self.negative_slope = negative_slope\n',

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from htam_agent.evaluation.common.verdict import VerdictBuilder
-from htam_agent.evaluation.readout import NEAR_ROOFLINE, Readout
+from htam_agent.evaluation.parent.readout import NEAR_ROOFLINE, Readout
 
 
 def _accepted(fraction: float | None = 0.5) -> dict:

@@ -9,8 +9,10 @@ import sys
 import pytest
 
 from htam_agent.bundled_tasks import CANDIDATES_DIR, SUITE_DIR
-from htam_agent.evaluation.runner import Candidate, EvalOptions, Evaluator
-from htam_agent.evaluation.store import StoreError, VerdictStore, candidate_key
+from htam_agent.evaluation.parent.candidate import Candidate
+from htam_agent.evaluation.parent.evaluator import Evaluator
+from htam_agent.evaluation.parent.options import EvalOptions
+from htam_agent.evaluation.parent.store import StoreError, VerdictStore, candidate_key
 
 
 def test_key_changes_with_every_input():
@@ -67,7 +69,7 @@ def test_evaluation_package_imports_only_torch_numpy_stdlib():
         "import htam_agent.evaluation as ev\n"
         "names = [m.name for m in pkgutil.walk_packages(ev.__path__, 'htam_agent.evaluation.')]\n"
         "assert {'htam_agent.evaluation.checker.phases', 'htam_agent.evaluation.sandbox.server',\n"
-        "        'htam_agent.evaluation.tasks.sizes.search', 'htam_agent.evaluation.gateway'} <= set(names), names\n"
+        "        'htam_agent.evaluation.tasks.sizes.search', 'htam_agent.evaluation.parent.gateway'} <= set(names), names\n"
         "for name in names: importlib.import_module(name)\n"
         "bad = sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'langchain', 'langchain_core', "
         "'langgraph', 'chromadb', 'typer', 'rich', 'sentence_transformers', 'tenacity', 'openai'})\n"
@@ -120,10 +122,10 @@ def test_htam_eval_and_the_bare_cli_share_one_option_definition(tmp_path, monkey
     import typer.main
     from typer.testing import CliRunner
 
-    import htam_agent.evaluation.gateway as gateway_mod
-    import htam_agent.evaluation.runner as runner_mod
+    import htam_agent.evaluation.parent.evaluator as evaluator_mod
+    import htam_agent.evaluation.parent.gateway as gateway_mod
     from htam_agent.cli import app
-    from htam_agent.evaluation.options import EVAL_OPTIONS, add_arguments, eval_options, verdict_store
+    from htam_agent.evaluation.parent.options import EVAL_OPTIONS, add_arguments, eval_options, verdict_store
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
@@ -147,7 +149,7 @@ def test_htam_eval_and_the_bare_cli_share_one_option_definition(tmp_path, monkey
         def benchmark(self, cand):
             return {"status": "accepted", "accepted": True}
 
-    monkeypatch.setattr(runner_mod, "Evaluator", FakeEvaluator)
+    monkeypatch.setattr(evaluator_mod, "Evaluator", FakeEvaluator)
     monkeypatch.setattr(gateway_mod, "EvaluationGateway", FakeGateway)
     task, cand = SUITE_DIR / "norm_rmsnorm.py", CANDIDATES_DIR / "norm_rmsnorm" / "cpp_omp.py"
     for o in EVAL_OPTIONS:  # both refuse a value outside the choices, before evaluating anything

@@ -1,5 +1,5 @@
 """One verdict, one writer: the checker's `VerdictBuilder` seals the verdict at its one `finalize`, and the
-parent (runner, gateway, store) never writes into a verdict it was handed; what only it knows travels in the
+parent (evaluator, gateway, store) never writes into a verdict it was handed; what only it knows travels in the
 envelope beside it. Also: `Candidate.of`, the one factory, names what is wrong with its arguments."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from htam_agent.evaluation import runner
 from htam_agent.evaluation.common.verdict import (
     ENVELOPE_KEYS,
     FACT_KEYS,
@@ -18,9 +17,12 @@ from htam_agent.evaluation.common.verdict import (
     VerdictSealed,
     with_envelope,
 )
-from htam_agent.evaluation.gateway import EvaluationGateway
-from htam_agent.evaluation.runner import Candidate, CandidateError, EvalOptions, Evaluator
-from htam_agent.evaluation.store import VerdictStore
+from htam_agent.evaluation.parent import evaluator
+from htam_agent.evaluation.parent.candidate import Candidate, CandidateError
+from htam_agent.evaluation.parent.evaluator import Evaluator
+from htam_agent.evaluation.parent.gateway import EvaluationGateway
+from htam_agent.evaluation.parent.options import EvalOptions
+from htam_agent.evaluation.parent.store import VerdictStore
 
 TASK_SOURCE = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
 CODE = "class ModelNew: pass\n"
@@ -179,7 +181,7 @@ def _fake_checker(jobs: list[dict[str, Any]]):
 
 def test_the_parent_never_writes_into_a_verdict(tmp_path, monkeypatch):
     jobs: list[dict[str, Any]] = []
-    monkeypatch.setattr(runner, "run_job", _fake_checker(jobs))
+    monkeypatch.setattr(evaluator, "run_job", _fake_checker(jobs))
     task = tmp_path / "relu.py"
     task.write_text(TASK_SOURCE)
     store = VerdictStore(tmp_path / "verdicts")

@@ -7,7 +7,7 @@ nvidia-smi -L
 end=$(( $(date +%s) + ${LIMIT:-570} ))
 left() { echo $(( end - $(date +%s) )); }
 for i in 0 1; do
-  python -c "from htam_agent.evaluation.store import VerdictStore as S; print('baselines', S('/tmp/htamstore$i').import_jsonl('gpu_batch/baselines_part1.jsonl'))"
+  python -c "from htam_agent.evaluation.parent.store import VerdictStore as S; print('baselines', S('/tmp/htamstore$i').import_jsonl('gpu_batch/baselines_part1.jsonl'))"
 done
 (
   export CUDA_VISIBLE_DEVICES=0 HTAM_CACHE_DIR=/tmp/htamcache0

@@ -1,4 +1,5 @@
-"""The checker process: `python -m htam_agent.evaluation.checker --result-fd N` (runner.py starts it; job JSON on stdin).
+"""The checker process: `python -m htam_agent.evaluation.checker --result-fd N` (started by parent/pool.py;
+job JSON on stdin).
 
 It becomes a child subreaper and starts its sandbox before it imports torch itself, so that the two imports
 run side by side (on two cores: the slower of them, not their sum) while the job is on its way (or, forked by

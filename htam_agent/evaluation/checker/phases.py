@@ -1,6 +1,6 @@
 """The checker's phases: how the trusted process assembles every verdict. It never imports candidate code.
 
-The process starts in `checker/__main__.py` (`python -m htam_agent.evaluation.checker`, started by runner.py).
+The process starts in `checker/__main__.py` (`python -m htam_agent.evaluation.checker`, started by the parent: parent/pool.py).
 
 It loads the task, draws the inputs from seeds only it knows, runs the reference, and drives a sandbox
 process (`evaluation/sandbox/`) that runs the candidate: every output the candidate hands back is compared here, its

@@ -1,4 +1,5 @@
-"""The launcher: `python -m htam_agent.evaluation.launcher --control-fd N` (forkserver.py starts it, never by hand).
+"""The launcher: `python -m htam_agent.evaluation.launcher --control-fd N` (started by parent/launcher_client.py,
+never by hand).
 
 Starting a checker and its sandbox as fresh interpreters imports torch twice per verdict (on the 2-core CI
 machine about 1.3 s and 1.0 s of CPU, in a verdict of 3-4 s). This process imports torch and the checker's

@@ -85,7 +85,7 @@ def _derived(source: str, path: Path) -> dict[str, Any]:
 def has_size(task_source: str, size: str, path: Path | str = "<task>") -> bool:
     """Whether a task source has `size` ('default' always; 'small'/'alt' from its dict or derived).
 
-    For callers that hold only the source, such as the runner choosing a backend's default size
+    For callers that hold only the source, such as the parent choosing a backend's default size
     (`htam_agent.backend_registry.spec(backend).default_size`, 'small' on the CPU) when the task has it.
     """
     return _sizes.has_size(task_source, size, path)

@@ -18,8 +18,9 @@ from typing import Any, Literal
 
 from htam_agent.backend_registry import is_cpu
 
-from .common.verdict import VerdictBuilder, with_envelope
-from .runner import Candidate, Evaluator
+from ..common.verdict import VerdictBuilder, with_envelope
+from .candidate import Candidate
+from .evaluator import Evaluator
 
 Mode = Literal["local", "replay"]
 MODES: tuple[str, ...] = ("auto", "local", "replay")

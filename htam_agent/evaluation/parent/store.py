@@ -17,8 +17,8 @@ from typing import Any
 
 from htam_agent.backend_registry import is_cpu
 
-from .common import paths
-from .common.verdict import EVALUATOR_VERSION, SCHEMA_VERSION
+from ..common import paths
+from ..common.verdict import EVALUATOR_VERSION, SCHEMA_VERSION
 
 
 def candidate_key(candidate_source: str, task_source: str, size: str, backend: str, device: str,
@@ -41,7 +41,7 @@ def device_name(backend: str) -> str:
     if env:
         return env
     if is_cpu(backend):
-        from .backends._devices import cpu_name
+        from ..backends._devices import cpu_name
 
         return f"cpu:{cpu_name()}"
     try:

@@ -12,7 +12,7 @@ import json
 import math
 from typing import Any
 
-from .common.verdict import Verdict
+from ..common.verdict import Verdict
 
 #: a best candidate at this fraction of the roofline floor or more is "near_roofline" for the memory
 NEAR_ROOFLINE = 0.7

@@ -11,15 +11,79 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-from htam_agent.backend_registry import REGISTRY
+from htam_agent.backend_registry import REGISTRY, is_cpu, spec
 
-from .backends import BACKEND_NAMES
-from .runner import TIERS, EvalOptions
+from ..backends import BACKEND_NAMES
+from ..tasks import SIZES
 from .store import VerdictStore
-from .tasks import SIZES
+
+TIERS = ("bare", "default", "thorough")  # read by the checker from the job (inputs.trial_plan)
+
+
+@dataclass
+class EvalOptions:
+    """How to evaluate. Every field that changes a verdict is part of the verdict store's key."""
+
+    backend: str = "cuda"
+    size: str | None = None  # None: the backend's default size when the task has it ('small' on the CPU)
+    alt_size: str | None = "alt"  # second shape checked (cheat pattern 12); None to skip
+    trials: int = 5
+    # Checks to run: "default" (what the agent uses: every anti-cheat check that catches patterns 1-13 and
+    # most of 14-18), "thorough" (more trials, repeated calls, more re-checked timed outputs), "bare"
+    # (correctness trials and timing only: a baseline to measure the checks' cost, never for the agent).
+    tier: str = "default"
+    timing: bool = True
+    baselines: tuple[str, ...] = ("eager", "compile")
+    timing_plan: dict[str, Any] = field(default_factory=dict)
+    compile_timeout_s: float = 600.0
+    run_timeout_s: float = 180.0
+    threads: int | None = None
+    device_index: int = 0
+    build_root: str | None = None
+    keep_scratch: bool = False
+    prestart: bool = True  # start the next worker process while this one runs
+    fast_build: bool = True  # content-addressed builds, per-flag PCH, device arch only
+    # The eager baseline timed beside each candidate, in blocks that alternate between the two (the
+    # candidate's sandbox frozen while the reference runs), rather than once on its own: None means on for
+    # the CPU backends, whose machines drift (timing_fairness in docs/evaluation.md), off on a GPU.
+    paired_eager: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.tier not in TIERS:
+            raise ValueError(f"unknown tier {self.tier!r}; choose one of: {', '.join(TIERS)}")
+        spec(self.backend)  # an unknown backend raises, naming the choices
+        self.baselines = tuple(self.baselines)
+
+    def pairs_eager(self) -> bool:
+        """Whether candidates are timed beside their eager baseline (`paired_eager`, resolved)."""
+        on = is_cpu(self.backend) if self.paired_eager is None else self.paired_eager
+        return bool(on and self.timing and "eager" in self.baselines)
+
+    def key_fields(self) -> dict[str, Any]:
+        """Fields that decide the verdict (timeouts and paths do not)."""
+        fields_ = {"alt_size": self.alt_size, "trials": self.trials, "timing": self.timing, "tier": self.tier,
+                   "threads": self.threads if is_cpu(self.backend) else None}
+        if self.pairs_eager():  # only when on, so that the keys of unpaired verdicts stay as they were
+            fields_["paired_eager"] = True
+        return fields_
+
+    def resolve_size(self, task_source: str, task_path: str = "<task>") -> str:
+        """The size to evaluate at: the one asked for; else the backend's default size ('small' on the CPU)
+        when the task has one (its SMALL_SIZES, or one derived from its size globals: KernelBench files carry
+        no dicts)."""
+        if self.size:
+            return self.size
+        want = spec(self.backend).default_size
+        if want != "default":
+            from ..tasks import has_size
+
+            if has_size(task_source, want, task_path):
+                return want
+        return "default"
+
 
 _DEFAULTS = {f.name: f.default for f in fields(EvalOptions)}
 
@@ -98,4 +162,4 @@ def verdict_store(values: Mapping[str, Any] | argparse.Namespace) -> VerdictStor
     return None if v["no_store"] else VerdictStore(v["store"])
 
 
-__all__ = ["EVAL_OPTIONS", "OptionSpec", "add_arguments", "eval_options", "parse_baselines", "verdict_store"]
+__all__ = ["EVAL_OPTIONS", "TIERS", "EvalOptions", "OptionSpec", "add_arguments", "eval_options", "parse_baselines", "verdict_store"]

@@ -2,12 +2,12 @@
 
 One launcher per evaluating process, started when the first checker is needed; it pays the torch import
 once, and each checker (and its sandbox) is then a fork of it. `spawn` returns a handle with the part of
-`subprocess.Popen` the runner uses (pid, stdin, poll, wait, returncode). The checker is the launcher's child,
+`subprocess.Popen` the pool uses (pid, stdin, poll, wait, returncode). The checker is the launcher's child,
 not ours: its exit status comes back on a pipe the launcher writes when it reaps it.
 
 `spawn` returns None where the launcher cannot serve (not Linux, `HTAM_LAUNCHER=0`, it failed to start or
 died twice) or is not used: where a GPU is visible. CUDA must not be initialised in a process that forks,
-the GPU path has not been measured with it yet, and there the spares (runner.py) already hide start-up
+the GPU path has not been measured with it yet, and there the spares (pool.py) already hide start-up
 behind the previous job. The caller then starts the checker as a fresh interpreter, as before. Each checker gets the
 environment of its request, but what is read once at a process's start (glibc's malloc settings, OpenMP's,
 the interpreter's) is the launcher's: when any variable changes but those known to be read only later
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from .common import containment, protocol
+from ..common import containment, protocol
 
 log = logging.getLogger(__name__)
 STATUS = struct.Struct("!i")  # the launcher's record of a checker's exit status (launcher/__main__.py)
