@@ -39,23 +39,39 @@ NO_MODEL = ("No chat model is configured, so I cannot talk freely: start with --
             "(any OpenAI-compatible endpoint; the key from OPENAI_API_KEY), or pass a LangChain chat model from "
             "Python. Without one these work (the offline exemplar coder writes the kernels):")
 
-COMMANDS = {
-    "/optimize": "TASK.py [steps=N] [backend=cpp|cuda|triton] [candidates=N] [interactive=true]",
-    "/steer": "accept | direction ID | code FILE | stop  [run=RUN_ID]",
-    "/resume": "[RUN_ID]",
-    "/eval": "TASK.py CANDIDATE.py [backend=...]",
-    "/explain": "[RUN_ID|EVAL_ID] [CANDIDATE_NUMBER]",
-    "/runs": "",
-    "/show": "[RUN_ID]",
-    "/compare": "RUN_ID RUN_ID ...",
-    "/memory": "[directions|transitions|learned|strategies|all] [op_class=...] [backend=...]",
-    "/export": "[RUN_ID] [PATH]",
-    "/help": "",
+#: each slash command: its arguments, and what it does (for /help, and the page's help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "/optimize": ("TASK.py [steps=N] [backend=cpp|cuda|triton] [candidates=N] [interactive=true] [name=NAME]",
+                  "start a run on a task file (or paste a task's code between ``` lines); interactive=true "
+                  "pauses before each step so you can steer; name= names pasted code"),
+    "/steer": ("accept | direction ID | code FILE | stop [run=RUN_ID]",
+               "answer a paused run: go on as planned, take another direction, use your own kernel file for "
+               "this step, or stop"),
+    "/resume": ("[RUN_ID]", "continue a run that stopped (closed, killed, crashed) from its checkpoint; "
+                            "finished steps are not repeated"),
+    "/eval": ("TASK.py CANDIDATE.py [backend=...]", "compile, verify and time one kernel file against a task"),
+    "/explain": ("[RUN_ID|EVAL_ID] [N]", "why candidate N (default: the last rejected one) was or was not "
+                                         "accepted, and what to change"),
+    "/runs": ("", "list the runs, newest first, with their best speedups"),
+    "/show": ("[RUN_ID]", "one run's steps: directions, verdicts, speedups, and what it waits for"),
+    "/compare": ("RUN_ID RUN_ID ...", "runs side by side, and which is fastest"),
+    "/memory": ("[directions|transitions|learned|strategies|all] [op_class=...] [backend=...]",
+                "what the memory has learned: ranked directions, transitions, strategy cards"),
+    "/export": ("[RUN_ID] [PATH]", "write a run's best kernel (a drop-in ModelNew file) to PATH (default: "
+                                   "./TASK_best_kernel.py) and say where"),
+    "/help": ("", "this list"),
+    "/quit": ("", "leave the chat (also /exit or Ctrl-D); runs are saved and /resume continues them"),
 }
+EXTRAS = ("Add --json to a command for its raw JSON. Up and Down recall earlier lines; Ctrl-A, Ctrl-E and "
+          "Ctrl-R edit and search them. Without a slash, text goes to the chat model.")
 
 
 def help_text() -> str:
-    return "\n".join(f"  {c} {a}".rstrip() for c, a in COMMANDS.items())
+    """Every command with what it does: the syntax on one line, the explanation indented below it."""
+    lines = []
+    for c, (args, what) in COMMANDS.items():
+        lines += [f"{c} {args}".rstrip(), f"    {what}"]
+    return "\n".join([*lines, EXTRAS])
 
 
 @dataclass
@@ -140,7 +156,11 @@ class ChatSession:
             return
         if self.agent is None:
             if "class Model" in text:  # pasted code with no model: the offline coder can still optimize it
-                yield from self._run_tool(lambda sink: self.manager.optimize(text, on_event=sink))
+                from . import prose
+
+                m = self.manager
+                yield from self._run_tool(lambda sink: m.optimize(text, on_event=sink),
+                                          lambda out: prose.outcome_text(out, m.view(out.get("run_id"))))
                 return
             yield ChatEvent("reply", NO_MODEL + "\n" + help_text())
             return
@@ -169,8 +189,9 @@ class ChatSession:
             yield ChatEvent("error", endpoint_problem(exc, self.model))
 
     # -- slash commands (no model needed) ------------------------------------------------------------------
-    def _run_tool(self, call: Any) -> Iterator[ChatEvent]:
-        """Run a blocking manager call in a thread, yielding its progress events as they come."""
+    def _run_tool(self, call: Any, fmt: Any = None) -> Iterator[ChatEvent]:
+        """Run a blocking manager call in a thread, yielding its progress events as they come; its result goes
+        through `fmt` (prose for a person; None: JSON)."""
         import json
         import queue
         import threading
@@ -193,13 +214,21 @@ class ChatSession:
         while (item := q.get()) is not done:
             if isinstance(item, tuple) and item[0] == "result":
                 out = item[1]
-                yield ChatEvent("reply", out if isinstance(out, str) else json.dumps(out, indent=1, default=str))
+                if isinstance(out, str):
+                    yield ChatEvent("reply", out)
+                    continue
+                try:
+                    text = fmt(out) if fmt is not None else json.dumps(out, indent=1, default=str)
+                except Exception as exc:  # noqa: BLE001 - a formatting slip must not hide the result
+                    text = f"(could not word this answer: {exc})\n" + json.dumps(out, indent=1, default=str)
+                yield ChatEvent("reply", text)
             elif isinstance(item, tuple) and item[0] == "error":
                 yield ChatEvent("error", item[1])
             elif isinstance(item, dict):
                 yield ChatEvent("run", data=item)
 
     def _command(self, text: str) -> Iterator[ChatEvent]:
+        from . import prose
         from .memory_view import query_memory
 
         try:
@@ -207,38 +236,68 @@ class ChatSession:
         except ValueError as exc:
             yield ChatEvent("error", f"cannot read the command: {exc}")
             return
-        pos, kw = _kv(rest)
+        as_json = "--json" in rest
+        pos, kw = _kv([t for t in rest if t != "--json"])
         m = self.manager
+
+        def say(fn: Any) -> Any:  # prose for a person, the raw answer with --json
+            return None if as_json else fn
+
+        def run_outcome(out: dict[str, Any]) -> str:
+            rid = out.get("run_id")
+            view = m.view(rid) if rid else None
+            return prose.outcome_text(out, view)
+
         if cmd == "/optimize" and pos:
             yield from self._run_tool(lambda sink: m.optimize(
                 pos[0], backend=kw.get("backend"), steps=_int(kw, "steps"), candidates=_int(kw, "candidates"),
-                interactive=kw.get("interactive", "false").lower() in ("1", "true", "yes"), on_event=sink))
+                interactive=kw.get("interactive", "false").lower() in ("1", "true", "yes"), on_event=sink,
+                name=kw.get("name")), say(run_outcome))
         elif cmd == "/steer" and pos:
             action, arg = pos[0], (pos[1] if len(pos) > 1 else None)
-            code = Path(arg).expanduser().read_text() if action == "code" and arg and Path(arg).is_file() else None
+            if action == "code" and not (arg and Path(arg).expanduser().is_file()):
+                yield ChatEvent("error", f"/steer code needs the path of your kernel file (a ModelNew class); "
+                                         f"{arg or 'none'} is not a file")
+                return
+            code = Path(arg).expanduser().read_text() if action == "code" and arg else None
             yield from self._run_tool(lambda sink: m.steer(kw.get("run"), action, direction=arg if action ==
-                                                           "direction" else None, code=code, on_event=sink))
+                                                           "direction" else None, code=code, on_event=sink),
+                                      say(run_outcome))
         elif cmd == "/resume":
-            yield from self._run_tool(lambda sink: m.resume(pos[0] if pos else None, on_event=sink))
+            yield from self._run_tool(lambda sink: m.resume(pos[0] if pos else None, on_event=sink), say(run_outcome))
         elif cmd == "/eval" and len(pos) == 2:
-            yield from self._run_tool(lambda sink: m.evaluate(pos[0], Path(pos[1]).read_text(), kw.get("backend")))
+            yield from self._run_tool(lambda sink: m.evaluate(pos[0], Path(pos[1]).read_text(), kw.get("backend")),
+                                      say(prose.eval_text))
         elif cmd == "/explain":
             num = next((int(p) for p in pos if p.isdigit()), None)
             rid = next((p for p in pos if not p.isdigit()), None)
             yield from self._run_tool(lambda sink: m.explain(rid, num))
         elif cmd == "/runs":
-            yield from self._run_tool(lambda sink: m.runs())
+            yield from self._run_tool(lambda sink: m.runs(), say(prose.runs_text))
         elif cmd == "/show":
-            yield from self._run_tool(lambda sink: {**m.view(pos[0] if pos else None).summary()})
+            def show(sink: Any) -> Any:
+                v = m.view(pos[0] if pos else None)
+                state = v.state(v.run_id == m.active)
+                return prose.show_text(v, state) if not as_json else {**v.summary(), "state": state}
+            yield from self._run_tool(show)
         elif cmd == "/compare" and pos:
-            yield from self._run_tool(lambda sink: [m.view(r).summary() for r in pos])
+            yield from self._run_tool(lambda sink: [m.view(r).summary() for r in pos], say(prose.compare_text))
         elif cmd == "/memory":
             yield from self._run_tool(lambda sink: query_memory(m.base, pos[0] if pos else "all", kw.get("op_class"),
-                                                                kw.get("backend"), kw.get("direction")))
+                                                                kw.get("backend"), kw.get("direction")),
+                                      say(prose.memory_text))
         elif cmd == "/export":
-            yield from self._run_tool(lambda sink: m.export(pos[0] if pos else None, pos[1] if len(pos) > 1 else None))
+            rid, dest = m.export_args(pos)
+            yield from self._run_tool(lambda sink: m.export(rid, dest), say(prose.export_text))
+        elif cmd == "/help":
+            yield ChatEvent("reply", help_text())
+        elif cmd in ("/quit", "/exit"):
+            yield ChatEvent("reply", "(the terminal leaves on /quit; on the page, just close the tab: nothing is "
+                                     "lost)")
         else:
-            yield ChatEvent("reply", ("" if cmd == "/help" else f"not understood: {text}\n") + help_text())
+            known = cmd in COMMANDS
+            yield ChatEvent("reply", (f"{cmd} needs more: {cmd} {COMMANDS[cmd][0]}" if known
+                                      else f"not a command: {text}") + "\n\n" + help_text())
 
 
 def endpoint_problem(exc: BaseException, model: Any) -> str:

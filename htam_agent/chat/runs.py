@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import threading
 from collections.abc import Callable
@@ -20,13 +21,46 @@ from typing import Any
 from htam_agent.context import RunContext
 
 from .explain import check_task_source, explain, strip_fences
-from .runview import RunView, list_runs
+from .runview import RunView, StepRow, coder_note, list_runs
 
 EventSink = Callable[[dict[str, Any]], None]
 
 
 class ChatInputError(ValueError):
     """Input a person can fix (a task that is not one, an unknown run): the message says how."""
+
+
+def _slug(text: str) -> str:
+    """snake_case letters and digits, at most 40 characters ("RMSNorm" -> "rms_norm")."""
+    text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", text.strip())
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:40].strip("_")
+
+
+def task_name_for(source: str) -> str:
+    """A name for pasted code when the person gave none: a module class of its own besides `Model` (`class
+    RMSNorm(nn.Module)` -> rms_norm), else `pasted_<digest>` (Model's docstring is often code, not a name)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        tree = ast.Module(body=[], type_ignores=[])
+    for c in tree.body:
+        if isinstance(c, ast.ClassDef) and c.name not in ("Model", "ModelNew") and _slug(c.name) and any(
+                (b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "")) == "Module" for b in c.bases):
+            return _slug(c.name)
+    return f"pasted_{hashlib.sha256(source.encode()).hexdigest()[:8]}"
+
+
+def step_dict(s: StepRow) -> dict[str, Any]:
+    """A step for a model to relay: the direction applied, the one asked for and why they differ."""
+    d: dict[str, Any] = {"step": s.step, "direction": s.direction, "strategies": s.strategies,
+                         "chosen_by": s.chosen_by, "verdicts": s.verdicts, "speedup_vs_eager": s.speedup_vs_eager}
+    if s.asked and s.asked != s.direction:
+        d.update(asked=s.asked, strategies_offered=s.offered, why=s.explanation())
+    elif s.repeats:
+        d["why"] = s.explanation()
+    return d
 
 
 class RunManager:
@@ -49,6 +83,9 @@ class RunManager:
     # -- reading -------------------------------------------------------------------------------------------
     def view(self, run_id: str | None = None) -> RunView:
         run_id = run_id or self.current
+        if not run_id:  # a new session: the newest run in the folder
+            newest = list_runs(self.runs_dir)[:1]
+            run_id = newest[0].run_id if newest else None
         if not run_id:
             raise ChatInputError("no run yet: start one with optimize (a task file or pasted PyTorch code)")
         view = RunView(self.runs_dir / run_id)
@@ -61,9 +98,10 @@ class RunManager:
         return [{**v.summary(), "state": v.state(v.run_id == self.active)} for v in list_runs(self.runs_dir)]
 
     # -- tasks ---------------------------------------------------------------------------------------------
-    def task_file(self, task: str) -> Path:
+    def task_file(self, task: str, name: str | None = None) -> Path:
         """A task path as it is, or pasted source checked and written under the runs folder (so the run is
-        reproducible); bad source raises ChatInputError naming what is missing."""
+        reproducible), named `name` when given, else after what the code defines (see `task_name_for`); bad
+        source raises ChatInputError naming what is missing."""
         text = task.strip()
         if "\n" not in text and len(text) < 500:
             path = Path(text).expanduser()
@@ -76,19 +114,51 @@ class RunManager:
                 raise ChatInputError(f"{text}: no such task file; give the path of a KernelBench task file or "
                                      "paste its source")
         source = strip_fences(text)
-        problem = check_task_source(source)
+        stem = _slug(name) if name and name.strip() else task_name_for(source)
+        if name and name.strip() and not stem:
+            raise ChatInputError(f"task name {name!r} has no letters or digits; name it e.g. my_softmax")
+        problem = check_task_source(source, f"{stem}.py")
         if problem:
             raise ChatInputError(problem)
-        digest = hashlib.sha256(source.encode()).hexdigest()[:12]
-        path = self.runs_dir / "chat_tasks" / f"pasted_{digest}.py"
-        path.parent.mkdir(parents=True, exist_ok=True)
+        folder = self.runs_dir / "chat_tasks"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{stem}.py"
+        if path.exists() and path.read_text() != source:  # another task under that name: keep both
+            path = folder / f"{stem}_{hashlib.sha256(source.encode()).hexdigest()[:6]}.py"
         if not path.exists():
             path.write_text(source)
         return path
 
     # -- running -------------------------------------------------------------------------------------------
+    def _explained(self, ev: dict[str, Any]) -> dict[str, Any]:
+        """A `generated` event with what the display needs beside it: the direction asked for when the coder
+        declared another (`asked`, and its own words `why`), and `same_as` when the code is an earlier
+        candidate's again."""
+        if ev.get("event") != "generated" or not self.active:
+            return ev
+        try:
+            view = RunView(self.runs_dir / self.active)
+            folder = view.root / f"step_{int(ev['step']):02d}" / f"cand_{ev.get('variant', 0)}_r{ev.get('repair', 0)}"
+            gen = json.loads((folder / "generation.json").read_text())
+            code = (folder / "code.py").read_text() if (folder / "code.py").is_file() else None
+        except (OSError, ValueError, KeyError, TypeError):
+            return ev
+        out = dict(ev)
+        if gen.get("assigned_direction") and gen.get("direction") != gen.get("assigned_direction"):
+            out["asked"] = gen["assigned_direction"]
+            try:
+                out["why"] = coder_note((folder / "reply.md").read_text())
+            except OSError:
+                pass
+        if code is not None:
+            same = next((a.number for a in view.attempts if a.folder != folder and a.code == code), None)
+            if same is not None:
+                out["same_as"] = same
+        return out
+
     def _emit(self, sink: EventSink | None) -> EventSink:
         def on_event(ev: dict[str, Any]) -> None:
+            ev = self._explained(ev)
             for fn in [*self.listeners, *([sink] if sink else [])]:
                 try:
                     fn(ev)
@@ -117,20 +187,18 @@ class RunManager:
         finally:
             self.active = None
             self._lock.release()
-        out["steps_table"] = [
-            {"step": s.step, "direction": s.direction, "strategies": s.strategies, "verdicts": s.verdicts,
-             "speedup_vs_eager": s.speedup_vs_eager} for s in self.view(run_id).steps]
+        out["steps_table"] = [step_dict(s) for s in self.view(run_id).steps]
         self.last_outcome = out
         return out
 
     def optimize(self, task: str, *, backend: str | None = None, steps: int | None = None,
                  candidates: int | None = None, interactive: bool = False, on_event: EventSink | None = None,
-                 **settings: Any) -> dict[str, Any]:
-        """Start a run and drive it until it finishes or pauses for a person."""
+                 name: str | None = None, **settings: Any) -> dict[str, Any]:
+        """Start a run and drive it until it finishes or pauses for a person (`name`: pasted code's name)."""
         from htam_agent.agent import run_optimization
         from htam_agent.run.artifacts import new_run_id
 
-        path = self.task_file(task)
+        path = self.task_file(task, name)
         changes = {k: v for k, v in {"backend": backend, "steps": steps, "candidates": candidates,
                                       **settings}.items() if v is not None}
         ctx = self.base.with_(interactive=interactive, **changes)
@@ -233,16 +301,18 @@ class RunManager:
         return explain(att.verdict, att.label)
 
     def export(self, run_id: str | None = None, dest: str | None = None) -> dict[str, Any]:
-        """Copy the run's best kernel (a drop-in ModelNew file) to dest (default: ./<task>_best_kernel.py)."""
+        """Copy the run's best kernel (a drop-in ModelNew file) to dest (default: ./<task>_best_kernel.py in the
+        current folder); the answer says where, and warns when that kernel is slower than eager PyTorch."""
         view = self.view(run_id)
         src = view.root / "best_kernel.py"
+        best = view.bests()
         if not src.is_file():
-            best = view.bests()
             if not best:
                 raise ChatInputError(f"run {view.run_id} has no accepted kernel yet; nothing to export")
             code = best[-1].code
         else:
             code = src.read_text()
+        default = dest is None
         target = Path(dest or f"{view.task_name}_best_kernel.py").expanduser()
         if target.is_dir():
             target = target / f"{view.task_name}_best_kernel.py"
@@ -251,7 +321,25 @@ class RunManager:
             shutil.copyfile(src, target)
         else:
             target.write_text(code)
-        best = view.bests()
-        sp = best[-1].readout.speedup_vs_eager if best else None
-        return {"path": str(target.resolve()), "run_id": view.run_id, "speedup_vs_eager": sp,
-                "chars": len(code)}
+        r = best[-1].readout if best else None
+        sp = r.speedup_vs_eager if r else None
+        out: dict[str, Any] = {"path": str(target.resolve()), "run_id": view.run_id, "task": view.task_name,
+                               "candidate": best[-1].number if best else None, "speedup_vs_eager": sp,
+                               "speedup_vs_compile": r.speedup_vs_compile if r else None, "chars": len(code),
+                               "default_path": default}
+        if sp is not None and sp < 1.0:
+            out["warning"] = (f"this kernel runs {sp:.2f}x as fast as eager PyTorch, i.e. slower than the PyTorch "
+                              "you have: keep PyTorch; the file is for reading, not for use")
+        return out
+
+    def export_args(self, args: list[str]) -> tuple[str | None, str | None]:
+        """(run id, path) from `/export [RUN_ID] [PATH]`: one argument is a run id only when such a run exists,
+        so `/export out/kernel.py` writes that file."""
+        if len(args) >= 2:
+            return args[0], args[1]
+        if not args:
+            return None, None
+        one = args[0]
+        if "/" not in one and not one.endswith(".py") and (self.runs_dir / one / "run.json").is_file():
+            return one, None
+        return None, one

@@ -8,7 +8,9 @@ one whose process was killed, reads the same, and nothing is lost when a front e
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,17 +43,71 @@ class Attempt:
     def label(self) -> str:
         return f"candidate {self.number} (step {self.step}, variant {self.variant}, repair {self.repair})"
 
+    @property
+    def generation(self) -> dict[str, Any]:
+        """What the coder was asked and what it says it applied (generation.json): direction,
+        assigned_direction, declared, strategy_ids, coder."""
+        return _read_json(self.folder / "generation.json") or {}
+
+    @property
+    def coder_note(self) -> str:
+        """The coder's own words on what it did, outside its code, squeezed to a sentence or two."""
+        try:
+            reply = (self.folder / "reply.md").read_text()
+        except OSError:
+            return ""
+        return coder_note(reply)
+
+
+def coder_note(reply: str, limit: int = 240) -> str:
+    """A reply's prose without its code blocks or knob dumps, cut at a word."""
+    text = re.sub(r"```.*?(```|$)", " ", reply, flags=re.S)
+    text = text.split("; knobs ", 1)[0]  # the exemplar coder's note, then its knob settings
+    text = " ".join(text.split())
+    return "" if text.startswith("(no reply") else shorten(text, limit)
+
+
+def shorten(text: str, limit: int) -> str:
+    """text cut to at most `limit` characters at a word boundary, marked with "..." when cut."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 3].rsplit(" ", 1)[0].rstrip(",;:(")
+    return cut + "..."
+
 
 @dataclass
 class StepRow:
+    """One step as the front ends show it: `direction` is what the step's code applied (what the run records),
+    `asked` what the policy or the person asked for; they differ when the coder declared another move."""
+
     step: int
     direction: str = ""
+    asked: str = ""
+    switch: str = ""  # why the applied direction differs from the asked one, in the coder's words
+    offered: list[str] = field(default_factory=list)  # the asked direction's strategies, when the coder used others
     strategies: list[str] = field(default_factory=list)
     chosen_by: str = ""
     verdicts: list[str] = field(default_factory=list)
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
     done: bool = False
+    repeats: list[str] = field(default_factory=list)  # "#3 is #1 again": a candidate that re-submits old code
+
+    @property
+    def direction_shown(self) -> str:
+        if self.asked and self.direction and self.asked != self.direction:
+            return f"{self.direction} (asked {self.asked})"
+        return self.direction or self.asked or "-"
+
+    def explanation(self) -> str:
+        """Why the step's direction is not the one asked for, or that a candidate repeated an earlier one."""
+        out = []
+        if self.asked and self.direction and self.asked != self.direction:
+            out.append(f"step {self.step}: asked {self.asked}; the coder applied {self.direction}"
+                       + (f" ({self.switch})" if self.switch else " (its own declared move)"))
+        out += [f"step {self.step}: {r}" for r in self.repeats]
+        return "\n".join(out)
 
 
 def _read_json(path: Path) -> Any:
@@ -139,7 +195,7 @@ class RunView:
             row = rows.setdefault(step, StepRow(step))
             kind = ev.get("event")
             if kind == "direction":
-                row.direction = str(ev.get("direction") or "")
+                row.direction = row.asked = str(ev.get("direction") or "")
             elif kind == "strategies":
                 row.strategies = list(ev.get("strategies") or [])
             elif kind == "step_done":
@@ -150,11 +206,31 @@ class RunView:
             if person:
                 rows[step].chosen_by = f"person: {person.get('action')}"
                 if person.get("action") == "direction":
-                    rows[step].direction = str(person.get("direction") or rows[step].direction)
+                    rows[step].asked = str(person.get("direction") or rows[step].asked)
+                    if not rows[step].done:
+                        rows[step].direction = rows[step].asked
+        seen: dict[str, int] = {}
         for a in self.attempts:
             row = rows.setdefault(a.step, StepRow(a.step))
             r = a.readout
-            row.verdicts.append(f"#{a.number} {r.outcome()[:80]}")
+            gen = a.generation
+            code = a.code
+            digest = hashlib.sha256(code.encode()).hexdigest() if code else ""
+            same = seen.get(digest) if digest else None
+            seen.setdefault(digest, a.number)
+            row.verdicts.append(f"#{a.number} {shorten(r.outcome(), 80)}" + (f" (same code as #{same})" if same
+                                                                              else ""))
+            if same:
+                row.repeats.append(f"candidate {a.number} re-submitted candidate {same}'s code (the coder had "
+                                   "no new variant to try); its verdict is a second timing of that kernel")
+            applied, assigned = gen.get("direction"), gen.get("assigned_direction")
+            if applied and assigned and applied != assigned:
+                row.asked = row.asked or str(assigned)
+                row.direction = str(applied)
+                row.switch = row.switch or a.coder_note
+                if not row.offered:  # the listed strategies were the asked direction's; show what was applied
+                    row.offered, row.strategies = row.strategies, []
+                row.strategies += [x for x in gen.get("strategy_ids") or [] if x not in row.strategies]
             if r.accepted and (r.speedup_vs_eager or 0) > (row.speedup_vs_eager or 0):
                 row.speedup_vs_eager, row.speedup_vs_compile = r.speedup_vs_eager, r.speedup_vs_compile
         return [rows[s] for s in sorted(rows)]
@@ -200,11 +276,12 @@ class RunView:
     @staticmethod
     def _activity(kind: Any, step: Any, ev: dict[str, Any]) -> str:
         if kind == "generate":
-            return f"step {step}: writing candidate {ev.get('variant')} (repair {ev.get('repair')})"
+            return (f"step {step}: writing and compiling variant {ev.get('variant')}"
+                    + (f" (repair {ev.get('repair')})" if ev.get("repair") else ""))
         if kind == "generated":
-            return f"step {step}: compiling, verifying and timing candidate {ev.get('variant')}"
+            return f"step {step}: verifying and timing variant {ev.get('variant')} (compile: {ev.get('compile')})"
         if kind == "verdict":
-            return f"step {step}: verdict {ev.get('status')}: {str(ev.get('reason', ''))[:120]}"
+            return f"step {step}: verdict {ev.get('status')}: {shorten(str(ev.get('reason', '')), 120)}"
         if kind == "interrupt":
             return f"step {step}: waiting for your decision (direction {ev.get('direction')})"
         if kind == "done":

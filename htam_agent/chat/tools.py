@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 
-from .runs import ChatInputError, RunManager
+from .runs import ChatInputError, RunManager, step_dict
 
 
 def _stream_sink() -> Callable[[dict[str, Any]], None] | None:
@@ -38,13 +38,15 @@ def _answer(fn: Callable[[], Any]) -> str:
 
 def make_chat_tools(manager: RunManager) -> list[BaseTool]:
     def optimize(task: str, backend: str | None = None, steps: int | None = None, candidates: int | None = None,
-                 interactive: bool = False) -> str:
+                 interactive: bool = False, name: str | None = None) -> str:
         """Optimize a PyTorch operator: `task` is a KernelBench task file path or pasted PyTorch code (a `Model`
         class with forward(), `get_inputs()`, `get_init_inputs()`). backend: cuda, triton or cpp. steps: the
         budget. interactive=True pauses before each generation so the person can steer (then use steer_run).
-        Returns the outcome (speedups over eager and torch.compile, advice) or the pause, and the step table."""
+        name: for pasted code, a short snake_case name of what it computes (e.g. rms_norm), used for the run.
+        Returns the outcome (speedups over eager and torch.compile, advice) or the pause, and the step table
+        (a step's `asked` differs from its `direction` when the coder applied another move; `why` says why)."""
         return _answer(lambda: manager.optimize(task, backend=backend, steps=steps, candidates=candidates,
-                                                interactive=interactive, on_event=_stream_sink()))
+                                                interactive=interactive, on_event=_stream_sink(), name=name))
 
     def steer_run(action: str, run_id: str | None = None, direction: str | None = None,
                   code: str | None = None) -> str:
@@ -79,9 +81,7 @@ def make_chat_tools(manager: RunManager) -> list[BaseTool]:
             v = manager.view(run_id)
             return {**v.summary(), "state": v.state(v.run_id == manager.active), "pause": v.pause,
                     "now": v.last_activity(),
-                    "steps": [{"step": s.step, "direction": s.direction, "strategies": s.strategies,
-                               "chosen_by": s.chosen_by, "verdicts": s.verdicts,
-                               "speedup_vs_eager": s.speedup_vs_eager} for s in v.steps]}
+                    "steps": [step_dict(s) for s in v.steps]}
         return _answer(go)
 
     def list_runs(limit: int = 10) -> str:
@@ -107,7 +107,8 @@ def make_chat_tools(manager: RunManager) -> list[BaseTool]:
         return _answer(lambda: q(manager.base, what, op_class, backend, direction))
 
     def export_kernel(run_id: str | None = None, path: str | None = None) -> str:
-        """Write the run's best kernel (a drop-in ModelNew file) to `path` (default ./<task>_best_kernel.py)."""
+        """Write the run's best kernel (a drop-in ModelNew file) to `path` (default ./<task>_best_kernel.py).
+        Tell the person the path, and any `warning` (e.g. the kernel is slower than eager PyTorch)."""
         return _answer(lambda: manager.export(run_id, path))
 
     fns = (optimize, steer_run, resume_run, evaluate_candidate, explain_verdict, show_run, list_runs,

@@ -70,9 +70,10 @@ def ui_cmd(
         session.manager.current = run
     try:
         serve(session, port=port)
+    except KeyboardInterrupt:
+        pass
     finally:
-        current = session.manager.current
-        console.print("[yellow]page stopped.[/yellow] Nothing is lost: runs are checkpointed; "
-                      + (f"`htam ui --run {current}` shows it again and Resume continues it." if current else
-                         "Resume on the page or `/resume` in `htam chat` continues one."))
+        from htam_agent.chat.terminal import goodbye
+
+        console.print(goodbye(session, page=True), style="yellow", markup=False, highlight=False)
         session.close()

@@ -134,6 +134,30 @@ def outcome_lines(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def switch_notes(root: Path) -> list[str]:
+    """Under the table: each candidate whose coder applied another direction than the one it was asked for
+    (the table lists what it applied, as the memory records it), in the coder's own words."""
+    import json
+    import re
+
+    out = []
+    for gen_path in sorted(root.glob("step_*/cand_*_r*/generation.json")):
+        try:
+            gen = json.loads(gen_path.read_text())
+            reply = (gen_path.parent / "reply.md").read_text() if (gen_path.parent / "reply.md").is_file() else ""
+        except (OSError, ValueError):
+            continue
+        asked, applied = gen.get("assigned_direction"), gen.get("direction")
+        if not asked or not applied or asked == applied:
+            continue
+        note = " ".join(re.sub(r"```.*?(```|$)", " ", reply, flags=re.S).split("; knobs ", 1)[0].split())
+        note = note if len(note) <= 240 else note[:237].rsplit(" ", 1)[0] + "..."
+        step = gen_path.parent.parent.name.removeprefix("step_").lstrip("0") or "0"
+        out.append(f"- step {step} ({gen_path.parent.name}): asked `{asked}`; the coder declared and applied "
+                   f"`{applied}`" + (f": {note}" if note else ""))
+    return (["", "Directions the coder changed (the table shows what was applied):", *out] if out else [])
+
+
 def write_report(root: Path, result: dict[str, Any], history: list[dict[str, Any]], directions: list[str]
                  ) -> Path:
     plots: list[str] = []
@@ -164,6 +188,7 @@ def write_report(root: Path, result: dict[str, Any], history: list[dict[str, Any
         lines.append(f"| {h['step']} | {h.get('direction') or '-'} | {', '.join(h.get('strategies') or []) or '-'} "
                      f"| {h.get('status')} | {_fmt(h.get('speedup_vs_eager'))} | {_fmt(h.get('speedup_vs_compile'))}"
                      f" | {_fmt(h.get('roofline_fraction'), '')} | {h.get('repairs', 0)} | {reason} |")
+    lines += switch_notes(root)
     lines += ["", *plots, ""]
     path = root / "report.md"
     from htam_agent.run.artifacts import atomic_write

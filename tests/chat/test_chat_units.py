@@ -30,7 +30,9 @@ def test_without_a_model_it_says_so_and_offers_what_works(chat_env: Path) -> Non
     (ev,) = _say(s, "make my softmax faster")
     assert ev.kind == "reply" and ev.text.startswith("No chat model is configured") and "/memory" in ev.text
     (runs,) = _say(s, "/runs")
-    assert runs.kind == "reply" and json.loads(runs.text) == []
+    assert runs.kind == "reply" and runs.text.startswith("No runs yet")  # prose for a person
+    (raw,) = _say(s, "/runs --json")
+    assert raw.kind == "reply" and json.loads(raw.text) == []  # JSON only when asked
     (err,) = _say(s, "/explain")
     assert err.kind == "error" and "no run yet" in err.text
     (bad,) = _say(s, "/optimize no/such/task.py")
@@ -38,7 +40,9 @@ def test_without_a_model_it_says_so_and_offers_what_works(chat_env: Path) -> Non
 
 
 def test_memory_for_a_class_without_a_model(chat_env: Path) -> None:
-    (ev,) = _say(_session(), "/memory directions op_class=normalization")
+    (said,) = _say(_session(), "/memory directions op_class=normalization")
+    assert said.text.startswith("The memory at") and "parallel_mapping: prior" in said.text, said.text
+    (ev,) = _say(_session(), "/memory directions op_class=normalization --json")
     out = json.loads(ev.text)
     priors = [d["prior"] for d in out["directions"]]
     assert out["op_class"] == "normalization" and len(priors) == 8 and priors == sorted(priors, reverse=True)
@@ -90,7 +94,7 @@ def test_evaluate_a_candidate_and_explain_its_verdict_without_a_model(chat_env: 
                     "        super().__init__()\n\n    def forward(self, x):\n        return x * 0\n")
     s = _session()
     task = ROOT / "htam_agent" / "bundled_tasks" / "suite" / "norm_rmsnorm.py"
-    (ev,) = _say(s, f"/eval {task} {cand}")
+    (ev,) = _say(s, f"/eval {task} {cand} --json")
     out = json.loads(ev.text)
     assert out["accepted"] is False and "invalid_candidate" in out["verdict"] and "load_inline" in out["verdict"]
     (why,) = _say(s, f"/explain {out['eval_id']}")
@@ -106,7 +110,8 @@ def test_htam_chat_command_without_a_model_and_with_an_unreachable_endpoint(chat
     from htam_agent.cli import app
 
     res = CliRunner().invoke(app, ["chat", "--backend", "cpp", "-m", "/runs"])
-    assert res.exit_code == 0 and "No chat model is configured" in res.output and "[]" in res.output, res.output
+    assert res.exit_code == 0 and "No chat model is configured" in res.output and "No runs yet" in res.output, \
+        res.output
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

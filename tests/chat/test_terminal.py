@@ -1,0 +1,80 @@
+"""`htam chat` in a real pseudo-terminal at 80 columns, over the recorded run (test_display.py): no line is
+wider than the terminal, no word is broken across lines, no rich markup shows as text, /export PATH writes
+PATH, /help explains every command, Up recalls the last line; and the same session at 200 columns prints the
+same words (so the narrow one broke none)."""
+
+from __future__ import annotations
+
+import re
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from htam_agent.chat.agent import COMMANDS
+
+from .pty_chat import PtyChat
+from .test_display import DATA, RUN
+
+MARKUP = re.compile(r"\[/?(dim|bold|red|green|yellow|magenta|cyan)[^\]]*\]|\[/\]")
+SCRIPT = ["/help", "/runs", "/show", "/explain 3", "/export out/kernel.py", "/export", "/memory transitions"]
+
+
+@pytest.fixture
+def runs(chat_env: Path) -> Path:
+    root = chat_env / "runs"
+    root.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(DATA) as tar:
+        tar.extractall(root, filter="data")
+    return root
+
+
+def _session(cwd: Path, columns: int) -> tuple[str, list[str]]:
+    chat = PtyChat(["--backend", "cpp"], cwd, columns=columns)
+    try:
+        chat.read_until("you> ", 120)
+        answers = [chat.say(line) for line in SCRIPT]
+        chat.type("\x1b[A\r")  # Up, Enter: the last line again (readline's history)
+        chat.read_until("you> ", 120)
+        answers.append(plain_after(chat, answers))
+    finally:
+        text = chat.close()
+    return text, answers
+
+
+def plain_after(chat: PtyChat, answers: list[str]) -> str:
+    from .pty_chat import plain
+
+    text = plain(chat.raw)
+    return text[text.rindex("you> /memory transitions"):]
+
+
+def _words(text: str) -> set[str]:
+    """Whole words of prose: letters (an apostrophe inside), without paths and identifiers, which may break
+    after a `/` or `_` when longer than a line."""
+    return {w for w in re.findall(r"(?<![\w/.-])[A-Za-z][a-z']+(?![\w/.-])", text)}
+
+
+def test_the_terminal_at_80_columns(runs: Path, tmp_path: Path) -> None:
+    narrow, answers = _session(tmp_path, 80)
+    lines = narrow.splitlines()
+    assert max(len(line) for line in lines) <= 80, [line for line in lines if len(line) > 80]
+    assert not MARKUP.search(narrow), MARKUP.search(narrow)
+    assert "^[[A" not in narrow and "\x1b" not in narrow
+    # /export PATH writes PATH; /export alone writes into the current folder and says where
+    assert (tmp_path / "out" / "kernel.py").read_text() == (runs / RUN / "best_kernel.py").read_text()
+    assert (tmp_path / "norm_rmsnorm_best_kernel.py").is_file()
+    assert "current folder" in answers[5]
+    # /help explains every command, each explanation wrapped under its command
+    help_out = " ".join(answers[0].split())
+    for cmd, (_args, what) in COMMANDS.items():
+        assert cmd in help_out and " ".join(what.split()) in help_out, cmd
+    # the direction recorded, the one asked for and why
+    assert "memory_access (asked parallel_mapping)" in " ".join(answers[2].split())
+    # Up recalled /memory transitions and ran it again
+    assert answers[-1].count("Transitions") >= 1 and narrow.count("you> /memory transitions") == 2
+
+    wide, _ = _session(tmp_path, 200)
+    assert max(len(line) for line in wide.splitlines()) > 80  # the wide terminal was used
+    broken = _words(wide) - _words(narrow)
+    assert not broken, f"words broken across lines at 80 columns: {sorted(broken)[:20]}"
