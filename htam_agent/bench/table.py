@@ -11,8 +11,8 @@ holds one entry per invocation of the job that wrote them (commit, machine, date
 Writing is crash-safe: `write_record` appends one whole line with one ``write`` on an ``O_APPEND`` descriptor,
 then ``fsync``; a run killed mid-write leaves at most a torn last line, which `load_table` skips (and reports in
 ``Table.torn``) and the next append starts on a fresh line. The latest record of a (problem, backend, variant)
-wins, so a re-timed variant is simply appended again. Standard library only (the job also runs on bare GPU
-hosts); `variant_annotations` imports the exemplar coder when called.
+wins, so a re-timed variant is simply appended again. Standard library and the evaluator's Readout only (the job also
+runs on bare GPU hosts); `variant_annotations` imports the exemplar coder when called.
 """
 
 from __future__ import annotations
@@ -150,20 +150,6 @@ class VariantRecord:
 
 
 # -- from a verdict ------------------------------------------------------------------------------------------------
-def _num(value: Any) -> float | None:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
-
-
-def _median_ms(verdict: Mapping[str, Any], name: str) -> float | None:
-    timing = verdict.get("timing")
-    stats = timing.get(name) if isinstance(timing, dict) else None
-    return _num(stats.get("median_ms")) if isinstance(stats, dict) else None
-
-
 def _one_line(text: Any, limit: int = 300) -> str:
     return " ".join(str(text or "").split())[:limit]
 
@@ -184,30 +170,27 @@ def record_from_verdict(verdict: Mapping[str, Any], *, problem: str, level: int 
     """
     if not isinstance(verdict, Mapping):
         raise TableError(f"verdict of {problem}: expected a verdict object (dict), got {type(verdict).__name__}")
+    from htam_agent.evaluation.parent.readout import Readout
+
+    read = Readout(dict(verdict))
     if variant is None:
         from htam_agent.coder.exemplar.common import variant_id
 
         variant = variant_id(knobs)
-    roof = verdict.get("roofline") if isinstance(verdict.get("roofline"), dict) else {}
-    flags = [str(f.get("name")) if isinstance(f, dict) else str(f) for f in verdict.get("flags") or []]
-    sp_eager = speedup_eager if speedup_eager is not None else _num(verdict.get("speedup_vs_eager"))
-    status = str(verdict.get("status") or "error")
+    sp_eager = speedup_eager if speedup_eager is not None else read.speedup_vs_eager
     if n_timings is None:
         n_timings = 1 if sp_eager is not None else 0
-    v_size = verdict.get("size")
-    v_seed = verdict.get("seed")
     rec = VariantRecord(
-        problem=problem, level=level, op_class=op_class, family=family, backend=str(verdict.get("backend") or ""),
-        size=str(size if size is not None else (v_size or "default")), variant=variant, knobs=dict(knobs),
-        directions=list(directions), strategies=list(strategies), status=status,
-        speedup_eager=sp_eager,
-        speedup_compile=speedup_compile if speedup_compile is not None else _num(verdict.get("speedup_vs_compile")),
-        time_ms=time_ms if time_ms is not None else _median_ms(verdict, "candidate"),
-        eager_ms=eager_ms if eager_ms is not None else _median_ms(verdict, "eager"),
-        compile_ms=_median_ms(verdict, "compile"), ratio_lo=ratio_lo, ratio_hi=ratio_hi,
-        roofline_fraction=_num(roof.get("fraction")), reason=_one_line(verdict.get("reason")),
-        seed=seed if seed is not None else (v_seed if isinstance(v_seed, int) else None), n_timings=n_timings,
-        bound=roof.get("bound") if roof.get("bound") in ("memory", "compute") else None, flags=flags,
+        problem=problem, level=level, op_class=op_class, family=family, backend=read.backend,
+        size=size if size is not None else (read.size or "default"), variant=variant, knobs=dict(knobs),
+        directions=list(directions), strategies=list(strategies), status=read.status, speedup_eager=sp_eager,
+        speedup_compile=speedup_compile if speedup_compile is not None else read.speedup_vs_compile,
+        time_ms=time_ms if time_ms is not None else read.median_ms("candidate"),
+        eager_ms=eager_ms if eager_ms is not None else read.median_ms("eager"),
+        compile_ms=read.median_ms("compile"), ratio_lo=ratio_lo, ratio_hi=ratio_hi,
+        roofline_fraction=read.roofline_fraction, reason=_one_line(read.reason),
+        seed=seed if seed is not None else read.seed, n_timings=n_timings, bound=read.bound,
+        flags=read.flag_names,
     )
     rec._check(f"verdict of {problem} variant {variant}")
     return rec

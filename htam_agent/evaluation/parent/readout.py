@@ -76,6 +76,28 @@ class Readout:
         return str(self.v.get("task") or "")
 
     @property
+    def backend(self) -> str:
+        return str(self.v.get("backend") or "")
+
+    @property
+    def size(self) -> str | None:
+        """The size the task ran at ("small", "default", ...); None when the verdict does not say."""
+        size = self.v.get("size")
+        return str(size) if size else None
+
+    @property
+    def seed(self) -> int | None:
+        """The secret input seed, revealed after the evaluation (None when the verdict has none)."""
+        seed = self.v.get("seed")
+        return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+    @property
+    def bound(self) -> str | None:
+        """The roofline's bound (memory or compute), None when not known."""
+        bound = _dict(self.v.get("roofline")).get("bound")
+        return bound if bound in ("memory", "compute") else None
+
+    @property
     def kind(self) -> str:
         """candidate or baseline (a verdict without the field is a candidate's)."""
         return str(self.v.get("kind") or "candidate")
