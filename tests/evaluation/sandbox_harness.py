@@ -15,19 +15,19 @@ from typing import Any
 from htam_agent.evaluation.backends import get_backend
 from htam_agent.evaluation.checker import phases as checker
 from htam_agent.evaluation.checker.sandbox_client import SandboxClient
+from htam_agent.evaluation.checker.state import Events, Run
 from htam_agent.evaluation.common.verdict import VerdictBuilder
 
 
 @contextlib.contextmanager
-def python_candidate_run(source: str, task: Any, tmp_path: Path, slot: str = "main") -> Iterator[checker.Run]:
+def python_candidate_run(source: str, task: Any, tmp_path: Path, slot: str = "main") -> Iterator[Run]:
     sandbox = SandboxClient(env=dict(os.environ))
     build_root = str(tmp_path / "build")
     if sandbox.dropped:  # a uid of its own writes only to a folder of its group (as the checker gives it)
         build_root = sandbox.build_folder(build_root)
     job = {"backend": "cpp", "build_root": build_root, "mode": "evaluate", "candidate_source": source,
            "size": task.size, "run_timeout_s": 60, "compile_timeout_s": 60}
-    run = checker.Run(job=job, verdict=VerdictBuilder(task.name, "cpp"), events=checker.Events(None), sandbox=sandbox,
-                      seed=1234)
+    run = Run(job=job, verdict=VerdictBuilder(task.name, "cpp"), events=Events(None), sandbox=sandbox, seed=1234)
     try:
         run.backend = get_backend("cpp")
         run.device = run.backend.device(0)

@@ -15,6 +15,8 @@ from sandbox_harness import python_candidate_run
 
 from htam_agent.evaluation.checker import judge, timing
 from htam_agent.evaluation.checker import phases as checker
+from htam_agent.evaluation.checker.sandbox_client import SandboxClient
+from htam_agent.evaluation.checker.state import Run
 from htam_agent.evaluation.checker.timed_calls import paired_reps, reps_for, time_paired
 from htam_agent.evaluation.common import containment
 from htam_agent.evaluation.common.verdict import VerdictBuilder
@@ -117,7 +119,7 @@ class ModelNew(torch.nn.Module):
 '''
 
 
-def _beats(run: checker.Run) -> int:
+def _beats(run: Run) -> int:
     try:
         return (run.sb.scratch / "beats.txt").stat().st_size
     except OSError:
@@ -155,7 +157,7 @@ def test_paired_timing_interleaves_and_freezes(tmp_path: Path):
     task = load_task(TASK, size="small")
     with python_candidate_run(SPINNER, task, tmp_path) as run:
         run.calibration = []
-        ref_sb = checker.SandboxClient(env=dict(os.environ))
+        ref_sb = SandboxClient(env=dict(os.environ))
         try:
             run.ref_sandbox = ref_sb
             run.job.update(task_source=TASK.read_text(), task_path=str(TASK), task_name=task.name,

@@ -68,7 +68,7 @@ def test_evaluation_package_imports_only_torch_numpy_stdlib():
         "import importlib, pkgutil, sys\n"
         "import htam_agent.evaluation as ev\n"
         "names = [m.name for m in pkgutil.walk_packages(ev.__path__, 'htam_agent.evaluation.')]\n"
-        "assert {'htam_agent.evaluation.checker.phases', 'htam_agent.evaluation.sandbox.server',\n"
+        "assert {'htam_agent.evaluation.checker.job', 'htam_agent.evaluation.sandbox.server',\n"
         "        'htam_agent.evaluation.tasks.sizes.search', 'htam_agent.evaluation.parent.gateway'} <= set(names), names\n"
         "for name in names: importlib.import_module(name)\n"
         "bad = sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'langchain', 'langchain_core', "

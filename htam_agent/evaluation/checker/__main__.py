@@ -4,7 +4,7 @@ job JSON on stdin).
 It becomes a child subreaper and starts its sandbox before it imports torch itself, so that the two imports
 run side by side (on two cores: the slower of them, not their sum) while the job is on its way (or, forked by
 the launcher with both imported already, forks its sandbox); then it runs
-the phases (`phases.py`), adds what it learns once the sandbox is gone (its stderr, processes that
+the job (`job.run_job`: the phases of `phases.py` over the state of `state.py`), adds what it learns once the sandbox is gone (its stderr, processes that
 outlived it) and the job's baseline and identity, finalizes the verdict once, and writes it on the pipe
 only it holds.
 """
@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None, forked: bool = False, started: float | N
     for box in boxes:
         box.start_watch()
     try:
-        from .phases import Events, run_job  # imports torch, beside the sandbox's own import of it
+        from .job import run_job  # imports torch, beside the sandbox's own import of it
+        from .state import Events
     except BaseException:  # a broken install: the sandbox must not outlive this process
         for box in boxes:
             box.kill()

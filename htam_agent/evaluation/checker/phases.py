@@ -1,6 +1,7 @@
 """The checker's phases: how the trusted process assembles every verdict. It never imports candidate code.
 
-The process starts in `checker/__main__.py` (`python -m htam_agent.evaluation.checker`, started by the parent: parent/pool.py).
+The process starts in `checker/__main__.py` (`python -m htam_agent.evaluation.checker`, started by the parent:
+parent/pool.py), which hands the job to `job.run_job`; each phase here takes the run's state (`state.Run`).
 
 It loads the task, draws the inputs from seeds only it knows, runs the reference, and drives a sandbox
 process (`evaluation/sandbox/`) that runs the candidate: every output the candidate hands back is compared here, its
@@ -16,109 +17,26 @@ phase takes the run and says whether to go on.
 from __future__ import annotations
 
 import gc
-import json
 import os
 import time
-import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-import torch  # noqa: E402
+import torch
 
 # torch._dynamo is not imported up front: torch.compile runs only in a baseline's sandbox, this process has no
 # tamper snapshot that dynamo's patches (it wraps torch.manual_seed) could upset, and only the roofline of an
 # accepted candidate needs it (FlopCounterMode imports it). It was 1.1 s of every checker's 3 s of imports.
-import torch.autograd.profiler  # noqa: E402, F401
-import torch.utils.flop_counter  # noqa: E402, F401
+import torch.autograd.profiler  # noqa: F401
+import torch.utils.flop_counter  # noqa: F401
 
-from ..backends import get_backend  # noqa: E402
-from ..common import builder, containment, observe, protocol  # noqa: E402
-from ..common.verdict import VerdictBuilder  # noqa: E402
-from ..tasks import TaskError, load_task_source  # noqa: E402
-from . import correctness, judge, roofline, static, timing  # noqa: E402
-from . import inputs as inp  # noqa: E402
-from .sandbox_client import (  # noqa: E402
-    CandidateFailed,
-    ProtocolViolation,
-    SandboxClient,
-    SandboxDied,
-    SandboxTimeout,
-)
-from .timed_calls import calibrate, free_cached, reference_outputs, time_candidate, time_paired  # noqa: E402
-
-COMPILE_PHASES = ("start", "compile", "baseline_compile")  # torch.compile's own compile counts as one
-
-
-class Events:
-    """JSON lines to the parent on a pipe only the checker holds: phase changes, then the verdict."""
-
-    def __init__(self, fd: int | None) -> None:
-        self.fd = fd
-
-    def emit(self, event: dict[str, Any]) -> None:
-        if self.fd is None:
-            return
-        data = (json.dumps(event, default=str) + "\n").encode()
-        while data:
-            n = os.write(self.fd, data)
-            data = data[n:]
-
-
-@dataclass
-class Run:
-    """One evaluation: the job, the verdict being assembled, and what the phases share."""
-
-    job: dict[str, Any]
-    verdict: VerdictBuilder
-    events: Events
-    sandbox: SandboxClient | None
-    backend: Any = None
-    device: Any = None
-    task: Any = None
-    ref: Any = None
-    seed: int = 0
-    phase: str = "start"
-    deadline: float = 0.0
-    seconds: dict[str, float] = field(default_factory=dict)
-    launches: int = 0
-    silent_calls: list[str] = field(default_factory=list)  # compared or timed calls that launched no kernel
-    calibration: list[float] = field(default_factory=list)
-    ref_sandbox: SandboxClient | None = None  # the reference's own sandbox, for paired timing (`pairs`)
-    ref_run: Run | None = None
-    _since: float = field(default_factory=time.perf_counter)
-
-    @property
-    def tier(self) -> str:
-        return self.job.get("tier", "default")
-
-    @property
-    def checks(self) -> bool:
-        return self.tier != "bare"
-
-    def enter(self, name: str) -> None:
-        now = time.perf_counter()
-        self.seconds[self.phase] = round(self.seconds.get(self.phase, 0.0) + now - self._since, 3)
-        self._since, self.phase = now, name
-        limit = self.job.get("compile_timeout_s", 600.0) if name in COMPILE_PHASES else self.job.get(
-            "run_timeout_s", 180.0)
-        self.deadline = time.monotonic() + float(limit)
-        self.events.emit({"event": "phase", "phase": name, "since": time.time(), "limit_s": limit})
-
-    def left(self) -> float:
-        return max(0.001, self.deadline - time.monotonic())
-
-    @property
-    def sb(self) -> SandboxClient:
-        assert self.sandbox is not None
-        return self.sandbox
-
-    def sync(self) -> None:
-        self.backend.synchronize()
-
-    def rejected(self) -> bool:
-        return self.verdict.rejected
-
+from ..common import builder, containment, observe, protocol
+from ..common.verdict import VerdictBuilder
+from . import correctness, judge, roofline, static, timing
+from . import inputs as inp
+from .sandbox_client import CandidateFailed, SandboxTimeout
+from .state import Events, Run
+from .timed_calls import calibrate, free_cached, reference_outputs, time_candidate, time_paired
 
 # --------------------------------------------------------------------------------------------------------
 # Models and values on the checker's side
@@ -737,84 +655,4 @@ def baseline(run: Run) -> None:
     v.set_correct(True)
 
 
-# --------------------------------------------------------------------------------------------------------
-
-
-def run_job(job: dict[str, Any], events: Events, sandbox: SandboxClient | None,
-            reference: SandboxClient | None = None) -> VerdictBuilder:
-    """Evaluate one job; always returns its verdict, not yet finalized (the candidate's failures are verdicts,
-    not exceptions): `checker/__main__` adds what it learns after the sandbox is gone, then finalizes once.
-    `reference`: a sandbox started before the job, for the reference when the job is paired (else killed)."""
-    verdict = VerdictBuilder(job.get("task_name", ""), job["backend"])
-    seed = job.get("seed")
-    run = Run(job=job, verdict=verdict, events=events, sandbox=sandbox,
-              seed=int(seed) if isinstance(seed, int) else inp.secret_seed())
-    if sandbox is not None and pairs(job):
-        if reference is not None:
-            run.ref_sandbox, reference = reference, None
-        else:  # started now: its imports overlap the candidate's build
-            run.ref_sandbox = SandboxClient(env=dict(os.environ))
-            events.emit({"event": "reference_sandbox", "pid": run.ref_sandbox.proc.pid,
-                         "uid": run.ref_sandbox.identity.uid if run.ref_sandbox.identity else None})
-    if reference is not None:  # not needed: it goes before the candidate's sandbox is asked anything
-        reference.discard()
-    try:
-        _dispatch(run)
-    finally:
-        if run.ref_sandbox is not None:
-            run.ref_sandbox.kill()
-            run.ref_sandbox.cleanup()
-    verdict.record(phase=run.phase)
-    run.enter("done")
-    for name, seconds in run.seconds.items():
-        verdict.time_phase(name, seconds)
-    verdict.record(seed=run.seed)
-    return verdict
-
-
-def _dispatch(run: Run) -> None:
-    """Run the job's phases; every failure becomes the verdict's status (never an exception out of here)."""
-    job, verdict, sandbox = run.job, run.verdict, run.sandbox
-    try:
-        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32 for the reference and the baselines
-        torch.backends.cudnn.allow_tf32 = False
-        run.backend = get_backend(job["backend"])
-        run.backend.prepare(job["build_root"], job.get("threads"), fast_build=job.get("fast_build", True))
-        run.device = run.backend.device(job.get("device_index", 0))
-        if run.device.type == "cuda":
-            torch.cuda.set_device(run.device)
-        if sandbox is not None:
-            sandbox.device_type = run.device.type
-        verdict.record(device=run.backend.device_info())
-        run.task = load_task_source(job["task_source"], job["task_path"], size=job["size"],
-                                    name=job.get("task_name"), check_inputs=False,
-                                    derived=job.get("derived_sizes"))
-        verdict.record(size=job["size"])
-        if job["mode"] == "baseline":
-            baseline(run)
-        elif run.tier == "bare":
-            bare(run)
-        else:
-            evaluate(run)
-    except TaskError as exc:
-        verdict.set_status("error", f"task error: {exc}")
-    except SandboxTimeout:
-        what = "compiling" if run.phase in COMPILE_PHASES else f"in phase '{run.phase}'"
-        verdict.set_status("timeout", f"timeout: no result {what} within its limit; the candidate's processes "
-                           "were killed (an infinite loop, a deadlock, or a kernel that never finishes?)")
-    except SandboxDied as exc:
-        verdict.set_status("crashed", f"crashed: {exc.reason} during '{run.phase}'")
-        if run.phase in COMPILE_PHASES and sandbox is not None:
-            verdict.set_compile(message=sandbox.stderr_tail())
-    except ProtocolViolation as exc:  # the candidate's doing, whatever it computed
-        verdict.reject("protocol_violation", f"{str(exc)[:400]} (during {run.phase})")
-    except CandidateFailed as exc:
-        verdict.set_status(exc.kind, f"{exc.kind.replace('_', ' ')} during {run.phase}: {exc.text[:400]}")
-        verdict.set_error(exc.text[-1500:])
-    except BaseException as exc:  # the checker's own failure: not the candidate's fault
-        kind = "out_of_memory" if isinstance(exc, torch.OutOfMemoryError) else "error"
-        verdict.set_status(kind, f"evaluator error during {run.phase}: {type(exc).__name__}: {str(exc)[:300]}")
-        verdict.set_error(traceback.format_exc()[-3000:])
-
-
-__all__ = ["PHASES", "Events", "Run", "evaluate", "run_job"]
+__all__ = ["PHASES", "bare", "baseline", "build_candidate", "build_reference", "evaluate"]

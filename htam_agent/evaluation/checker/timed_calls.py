@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -21,9 +21,7 @@ from ..common import observe, protocol
 from . import inputs as inp
 from . import judge, timing
 from .sandbox_client import CandidateFailed
-
-if TYPE_CHECKING:
-    from .phases import Run
+from .state import Run
 
 CALIBRATION_CALLS = 25
 PAIRED_BLOCK = 8  # calls per block when two slots are interleaved (about 20-80 ms of a typical CPU task)

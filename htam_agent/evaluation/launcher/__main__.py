@@ -27,7 +27,7 @@ import tempfile
 import time
 
 from ..checker import __main__ as checker_main
-from ..checker import phases  # noqa: F401  (imports torch and everything the checker's phases use)
+from ..checker import job  # noqa: F401  (imports torch and everything a checker's job uses)
 from ..common import containment, protocol
 
 STATUS = struct.Struct("!i")

@@ -1,0 +1,97 @@
+"""The checker's job entry: one job's run from its first phase to its verdict (not yet finalized), every failure
+of the candidate turned into the verdict's status, never an exception."""
+
+from __future__ import annotations
+
+import os
+import traceback
+from typing import Any
+
+import torch
+
+from ..backends import get_backend
+from ..common.verdict import VerdictBuilder
+from ..tasks import TaskError, load_task_source
+from . import inputs as inp
+from .phases import bare, baseline, evaluate, pairs
+from .sandbox_client import CandidateFailed, ProtocolViolation, SandboxClient, SandboxDied, SandboxTimeout
+from .state import COMPILE_PHASES, Events, Run
+
+
+def run_job(job: dict[str, Any], events: Events, sandbox: SandboxClient | None,
+            reference: SandboxClient | None = None) -> VerdictBuilder:
+    """Evaluate one job; always returns its verdict, not yet finalized (the candidate's failures are verdicts,
+    not exceptions): `checker/__main__` adds what it learns after the sandbox is gone, then finalizes once.
+    `reference`: a sandbox started before the job, for the reference when the job is paired (else killed)."""
+    verdict = VerdictBuilder(job.get("task_name", ""), job["backend"])
+    seed = job.get("seed")
+    run = Run(job=job, verdict=verdict, events=events, sandbox=sandbox,
+              seed=int(seed) if isinstance(seed, int) else inp.secret_seed())
+    if sandbox is not None and pairs(job):
+        if reference is not None:
+            run.ref_sandbox, reference = reference, None
+        else:  # started now: its imports overlap the candidate's build
+            run.ref_sandbox = SandboxClient(env=dict(os.environ))
+            events.emit({"event": "reference_sandbox", "pid": run.ref_sandbox.proc.pid,
+                         "uid": run.ref_sandbox.identity.uid if run.ref_sandbox.identity else None})
+    if reference is not None:  # not needed: it goes before the candidate's sandbox is asked anything
+        reference.discard()
+    try:
+        _dispatch(run)
+    finally:
+        if run.ref_sandbox is not None:
+            run.ref_sandbox.kill()
+            run.ref_sandbox.cleanup()
+    verdict.record(phase=run.phase)
+    run.enter("done")
+    for name, seconds in run.seconds.items():
+        verdict.time_phase(name, seconds)
+    verdict.record(seed=run.seed)
+    return verdict
+
+
+def _dispatch(run: Run) -> None:
+    """Run the job's phases; every failure becomes the verdict's status (never an exception out of here)."""
+    job, verdict, sandbox = run.job, run.verdict, run.sandbox
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32 for the reference and the baselines
+        torch.backends.cudnn.allow_tf32 = False
+        run.backend = get_backend(job["backend"])
+        run.backend.prepare(job["build_root"], job.get("threads"), fast_build=job.get("fast_build", True))
+        run.device = run.backend.device(job.get("device_index", 0))
+        if run.device.type == "cuda":
+            torch.cuda.set_device(run.device)
+        if sandbox is not None:
+            sandbox.device_type = run.device.type
+        verdict.record(device=run.backend.device_info())
+        run.task = load_task_source(job["task_source"], job["task_path"], size=job["size"],
+                                    name=job.get("task_name"), check_inputs=False,
+                                    derived=job.get("derived_sizes"))
+        verdict.record(size=job["size"])
+        if job["mode"] == "baseline":
+            baseline(run)
+        elif run.tier == "bare":
+            bare(run)
+        else:
+            evaluate(run)
+    except TaskError as exc:
+        verdict.set_status("error", f"task error: {exc}")
+    except SandboxTimeout:
+        what = "compiling" if run.phase in COMPILE_PHASES else f"in phase '{run.phase}'"
+        verdict.set_status("timeout", f"timeout: no result {what} within its limit; the candidate's processes "
+                           "were killed (an infinite loop, a deadlock, or a kernel that never finishes?)")
+    except SandboxDied as exc:
+        verdict.set_status("crashed", f"crashed: {exc.reason} during '{run.phase}'")
+        if run.phase in COMPILE_PHASES and sandbox is not None:
+            verdict.set_compile(message=sandbox.stderr_tail())
+    except ProtocolViolation as exc:  # the candidate's doing, whatever it computed
+        verdict.reject("protocol_violation", f"{str(exc)[:400]} (during {run.phase})")
+    except CandidateFailed as exc:
+        verdict.set_status(exc.kind, f"{exc.kind.replace('_', ' ')} during {run.phase}: {exc.text[:400]}")
+        verdict.set_error(exc.text[-1500:])
+    except BaseException as exc:  # the checker's own failure: not the candidate's fault
+        kind = "out_of_memory" if isinstance(exc, torch.OutOfMemoryError) else "error"
+        verdict.set_status(kind, f"evaluator error during {run.phase}: {type(exc).__name__}: {str(exc)[:300]}")
+        verdict.set_error(traceback.format_exc()[-3000:])
+
+__all__ = ["run_job"]
