@@ -81,18 +81,21 @@ def test_the_architecture_doc_shows_the_same_layers():
 
 
 # -- inside the evaluator: one room per process ---------------------------------------------------------
-# `evaluation/` holds four processes and the leaves they share (docs/evaluation.md):
-# - the parent: the modules directly in `evaluation/` (runner, gateway, store, readout, options, forkserver,
-#   __main__);
+# `evaluation/` holds four processes, each in a folder of its own, and the leaves they share
+# (docs/architecture.md, "The trust boundary"); only its `__init__.py` (a docstring) and `__main__.py` (the
+# parent's entry, `python -m htam_agent.evaluation`) sit directly in it:
+# - the parent (trusted, what callers import): `evaluation/parent/`; it starts the checker and the launcher by
+#   module name and imports neither, nor the sandbox;
 # - the launcher (trusted, forks pre-imported checkers): `evaluation/launcher/`; it imports the checker,
 #   never the sandbox (a forked checker runs the sandbox's module by name), and nothing imports it (the
 #   parent starts it by module name);
 # - the checker (trusted): `evaluation/checker/`;
 # - the sandbox (untrusted, runs the candidate): `evaluation/sandbox/`;
-# - shared leaves, imported by all three and importing none of them: `evaluation/common/` (the wire
-#   `protocol`, `verdict`, `containment`, `builder`, `observe`, `paths`), `evaluation/tasks/`,
-#   `evaluation/backends/`.
+# - shared leaves, imported by all of them and importing none of them: `evaluation/common/`,
+#   `evaluation/tasks/`, `evaluation/backends/`.
+# No module of the evaluator imports, through any chain, a module that imports it back.
 EVALUATION = PACKAGE / "evaluation"
+PROCESSES = ("parent", "launcher", "checker", "sandbox")
 SHARED = ("common", "tasks", "backends")
 
 
@@ -121,11 +124,11 @@ def _targets(path: Path) -> set[str]:
 
 
 def _room(module: str) -> str | None:
-    """parent, launcher, checker, sandbox or shared for a module of the evaluator; None outside it."""
+    """parent, launcher, checker, sandbox or shared for a module of the evaluator, by its folder; None outside."""
     if not module.startswith("htam_agent.evaluation."):
         return None
     first = module.split(".")[2]
-    if first in ("parent", "launcher", "checker", "sandbox"):
+    if first in PROCESSES:
         return first
     if first in SHARED:
         return "shared"
@@ -138,6 +141,16 @@ def _edges() -> dict[str, set[str]]:
             for p in EVALUATION.rglob("*.py")}
 
 
+def test_every_module_of_the_evaluator_is_in_a_room():
+    loose = sorted(str(p.relative_to(EVALUATION)) for p in EVALUATION.rglob("*.py")
+                   if p.parent == EVALUATION and p.name not in ("__init__.py", "__main__.py"))
+    assert loose == [], f"give each a folder of its process or of the shared leaves ({PROCESSES + SHARED})"
+    folders = {p.name for p in EVALUATION.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == set(PROCESSES + SHARED), "a new folder of evaluation/: name its room here and in the docs"
+    for process in PROCESSES:  # each process's folder says what it is
+        assert (EVALUATION / process / "__init__.py").read_text().startswith('"""The'), process
+
+
 def test_the_rooms_are_what_the_comment_says():
     edges = _edges()
     rooms = {_room(_module_of(EVALUATION / f)) for f in edges if f != "__init__.py"}
@@ -145,7 +158,91 @@ def test_the_rooms_are_what_the_comment_says():
     # the parser sees real edges (a check that saw none would pass vacuously)
     assert "shared" in edges["checker/phases.py"] and "shared" in edges["sandbox/server.py"]
     assert "checker" in edges["checker/__main__.py"] and "shared" in edges["parent/evaluator.py"]
-    assert "checker" in edges["launcher/__main__.py"]
+    assert "checker" in edges["launcher/__main__.py"] and "parent" in edges["__main__.py"]
+
+
+def test_the_parent_imports_no_other_process():
+    bad = sorted(f"{f} imports the {r}" for f, rs in _edges().items()
+                 if _room(_module_of(EVALUATION / f)) == "parent" for r in rs & {"checker", "sandbox", "launcher"})
+    assert bad == [], "the parent starts the checker and the launcher by module name (`-m`); it imports neither"
+
+
+def _module_graph(root: Path = EVALUATION) -> dict[str, set[str]]:
+    """module -> the evaluator's modules it imports (lazy and TYPE_CHECKING imports count: a circle drawn only
+    for the type checker is still one a reader must hold in their head). `from . import x` is an edge to the
+    module x, not to the package; `from .pkg import name` one to pkg's __init__."""
+    modules = {".".join(p.relative_to(root.parents[1]).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        out: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                out |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = module.split(".")[: None if path.name == "__init__.py" else -1]
+                    base = base[: len(base) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                out |= {f"{target}.{a.name}" if f"{target}.{a.name}" in modules else target for a in node.names}
+        graph[module] = {m for m in out if m in modules and m != module}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return circles
+
+
+def test_the_circle_check_finds_a_circle(tmp_path):
+    """The circle the tree had (phases <-> timed_calls, one side for the type checker only) is found."""
+    checker = tmp_path / "htam_agent" / "evaluation" / "checker"
+    checker.mkdir(parents=True)
+    for name, text in {"__init__": "", "judge": "",
+                       "phases": "from . import judge\nfrom .timed_calls import time_candidate\n",
+                       "timed_calls": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .phases import Run\n",
+                       "inputs": "import htam_agent.evaluation.checker.judge\n"}.items():
+        (checker / f"{name}.py").write_text(text)
+    graph = _module_graph(checker.parent)
+    assert graph["htam_agent.evaluation.checker.inputs"] == {"htam_agent.evaluation.checker.judge"}
+    assert import_circles(graph) == [["htam_agent.evaluation.checker.phases",
+                                      "htam_agent.evaluation.checker.timed_calls"]]
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_circle_in_the_evaluator():
+    graph = _module_graph()
+    assert graph["htam_agent.evaluation.checker.timed_calls"] >= {"htam_agent.evaluation.checker.state"}
+    assert import_circles(graph) == [], "split the module both sides need into a third (checker/state.py did)"
 
 
 def test_the_sandbox_never_imports_the_checker_nor_the_parent():
