@@ -22,7 +22,8 @@ import pytest
 from cheat_catalogue import HERE, NOT_ACCEPTED, task_path
 from sync_extension import source_of
 
-from htam_agent.evaluation.common import builder, containment
+from htam_agent.evaluation.common import builder
+from htam_agent.evaluation.common.containment import landlock
 from htam_agent.evaluation.parent.candidate import Candidate
 from htam_agent.evaluation.parent.evaluator import Evaluator, storable
 from htam_agent.evaluation.parent.options import EvalOptions
@@ -100,7 +101,7 @@ def test_victim_after_build_attacker(attacker, build_root, tmp_path):
     assert a["status"] in NOT_ACCEPTED, (a["status"], a["reason"])
     report = attack_report(a)
     shared = Path(build_root) / "shared"
-    if containment.landlock_abi() >= 1:
+    if landlock.landlock_abi() >= 1:
         assert report["planted"] == [] and report["refused"] > 0, report
         assert every_entry_verifies(shared) == []
     # The PCH attacker's victim has an extension of its own, built after the attack with the PCH it targeted.

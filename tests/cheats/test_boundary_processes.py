@@ -24,7 +24,7 @@ import pytest
 from cheat_catalogue import HERE, NOT_ACCEPTED, task_path
 from sync_extension import source_of
 
-from htam_agent.evaluation.common import containment
+from htam_agent.evaluation.common.containment import landlock, process_tree, sandbox_uid, scratch_quota
 from htam_agent.evaluation.parent import pool
 from htam_agent.evaluation.parent.candidate import Candidate
 from htam_agent.evaluation.parent.evaluator import Evaluator, storable
@@ -91,7 +91,7 @@ def test_fill_is_refused_outside_its_folders_and_removed_inside(build_root, solo
     found = re.findall(r"P18_FILL (\{.*\})", a.get("sandbox_stderr_tail") or "")
     assert found, (a.get("sandbox_stderr_tail") or "")[-500:]
     wrote = json.loads(found[-1])
-    if containment.landlock_abi() >= 1:
+    if landlock.landlock_abi() >= 1:
         assert wrote["shm"] == wrote["tmp"] == wrote["var_tmp"] == 0, wrote
     assert wrote["build"] > 0 and wrote["scratch"] > 0, wrote  # it did fill its own folders ...
     left = [str(p) for p in [Path("/dev/shm", FILL_NAME), Path(tempfile.gettempdir(), FILL_NAME),
@@ -129,41 +129,41 @@ def _chain(depth: int) -> int:
 
 
 def test_subreaper_kills_a_chain_deeper_than_any_bounded_rounds():
-    assert containment.become_subreaper()
+    assert process_tree.become_subreaper()
     head = _chain(80)
     deadline = time.monotonic() + 20
-    while len(containment.descendants()) < 81 and time.monotonic() < deadline:
+    while len(process_tree.descendants()) < 81 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert len(containment.descendants()) >= 81
-    killed = containment.kill_tree(head)
-    assert killed >= 81 and containment.descendants() == {}
+    assert len(process_tree.descendants()) >= 81
+    killed = process_tree.kill_tree(head)
+    assert killed >= 81 and process_tree.descendants() == {}
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a uid of its own needs root")
 def test_every_process_of_a_sandbox_uid_is_killed():
-    ident = containment.sandbox_user()
-    if not isinstance(ident, containment.Identity):
+    ident = sandbox_uid.sandbox_user()
+    if not isinstance(ident, sandbox_uid.Identity):
         pytest.skip(f"no sandbox uid here: {ident}")
     try:
-        cmd = containment.launch_command(ident, [sys.executable, "-S", "-c",
+        cmd = sandbox_uid.launch_command(ident, [sys.executable, "-S", "-c",
                                                  "import os, time\nfor _ in range(20):\n"
                                                  "    if os.fork() == 0: os.setsid()\n    else: break\n"
                                                  "time.sleep(60)"])
         subprocess.Popen(cmd, start_new_session=True)
         deadline = time.monotonic() + 20
-        while len(containment.processes_of(ident.uid)) < 21 and time.monotonic() < deadline:
+        while len(sandbox_uid.processes_of(ident.uid)) < 21 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(containment.processes_of(ident.uid)) >= 21
-        assert containment.kill_uid(ident.uid) == []
-        assert containment.processes_of(ident.uid) == []
+        assert len(sandbox_uid.processes_of(ident.uid)) >= 21
+        assert sandbox_uid.kill_uid(ident.uid) == []
+        assert sandbox_uid.processes_of(ident.uid) == []
     finally:
-        containment.kill_tree(None)
+        process_tree.kill_tree(None)
         ident.release()
 
 
 def test_quota_watchdog_calls_once_over_the_limit(tmp_path):
     calls: list[str] = []
-    q = containment.Quota(1 << 20, calls.append, interval_s=0.05)
+    q = scratch_quota.Quota(1 << 20, calls.append, interval_s=0.05)
     q.watch(str(tmp_path))
     (tmp_path / "small").write_bytes(b"x" * 1000)
     time.sleep(0.3)

@@ -15,7 +15,7 @@ import pytest
 from cheat_catalogue import HERE, NEUTRALISED, task_path
 from sync_extension import source_of
 
-from htam_agent.evaluation.common import containment
+from htam_agent.evaluation.common.containment import landlock
 from htam_agent.evaluation.parent.candidate import Candidate
 from htam_agent.evaluation.parent.evaluator import Evaluator
 from htam_agent.evaluation.parent.options import EvalOptions
@@ -53,7 +53,7 @@ def test_daemon_that_rewrites_verdicts_dies_and_forges_nothing(build_root, tmp_p
     assert v["status"] == "incorrect" and not v["accepted"], v["reason"]
     time.sleep(0.5)  # a daemon that survived would have rewritten the bait by now
     assert _daemons("htam-cheat-daemon-p19") == []
-    if containment.landlock_abi() >= 1:
+    if landlock.landlock_abi() >= 1:
         assert json.loads(bait.read_text()) == {"status": "incorrect"}
     stored = store.get(v["key"])
     assert stored is not None and stored["status"] == "incorrect"
@@ -78,7 +78,7 @@ def test_honest_verdict_carries_the_boundary_facts(build_root):
     assert v["accepted"], v["reason"]
     assert isinstance(v["seed"], int)
     assert v["wall_clock"]["reported_median_ms"] <= v["wall_clock"]["checker_median_ms"]
-    if containment.landlock_abi() >= 1:
+    if landlock.landlock_abi() >= 1:
         assert v["sandbox"]["confinement"].startswith("landlock")
 
 

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from htam_agent.bundled_tasks import SUITE_DIR
-from htam_agent.evaluation.common import containment
+from htam_agent.evaluation.common.containment import privileges, sandbox_uid
 from htam_agent.evaluation.parent import launcher_client, pool
 from htam_agent.evaluation.parent.candidate import Candidate
 from htam_agent.evaluation.parent.evaluator import Evaluator
@@ -88,9 +88,9 @@ def test_a_forked_sandbox_is_boxed_like_a_fresh_one(evaluator, monkeypatch):
     assert facts["tempdir"] == os.path.join(facts["cwd"], "tmp"), "tempfile kept the launcher's folder"
     assert facts["dumpable"] == 1
     assert facts["shared"] == [], "memory the sandbox shares with another process, other than its input buffers"
-    if os.geteuid() == 0 and not isinstance(containment.sandbox_user(), str):
-        assert facts["uid"] >= containment.UID_BASE
-        assert facts["cap_eff"] in (0, 1 << containment.CAP_DAC_READ_SEARCH), hex(facts["cap_eff"])
+    if os.geteuid() == 0 and not isinstance(sandbox_uid.sandbox_user(), str):
+        assert facts["uid"] >= sandbox_uid.UID_BASE
+        assert facts["cap_eff"] in (0, 1 << privileges.CAP_DAC_READ_SEARCH), hex(facts["cap_eff"])
 
 
 def _spawn(tmp_path, env: dict[str, str]) -> launcher_client.Launched:

@@ -12,10 +12,10 @@ import sys
 
 SCENARIO = r'''
 import json, os, subprocess, sys, tempfile, time
-from htam_agent.evaluation.common import containment
+from htam_agent.evaluation.common.containment import process_tree
 from htam_agent.evaluation.parent.pool import scrubbed_env
 
-containment.become_subreaper()
+process_tree.become_subreaper()
 scratch = tempfile.mkdtemp(prefix="htam-job-")
 r, w = os.pipe()
 os.close(r)  # the parent's end of the verdict pipe is gone before the spare's first event
@@ -25,14 +25,14 @@ proc = subprocess.Popen([sys.executable, "-m", "htam_agent.evaluation.checker", 
 os.close(w)
 _, err = proc.communicate(timeout=120)
 end = time.monotonic() + 10
-while containment.descendants() and time.monotonic() < end:
+while process_tree.descendants() and time.monotonic() < end:
     try:
         os.waitpid(-1, os.WNOHANG)
     except ChildProcessError:
         pass
     time.sleep(0.1)
-left = sorted(containment.descendants())
-containment.kill_tree(None)
+left = sorted(process_tree.descendants())
+process_tree.kill_tree(None)
 print(json.dumps({"rc": proc.returncode, "stderr": err.decode(errors="replace")[-1500:],
                   "folder_left": os.path.exists(scratch), "alive": left}))
 '''

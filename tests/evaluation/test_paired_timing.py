@@ -18,7 +18,7 @@ from htam_agent.evaluation.checker import phases as checker
 from htam_agent.evaluation.checker.sandbox_client import SandboxClient
 from htam_agent.evaluation.checker.state import Run
 from htam_agent.evaluation.checker.timed_calls import paired_reps, reps_for, time_paired
-from htam_agent.evaluation.common import containment
+from htam_agent.evaluation.common.containment import process_tree
 from htam_agent.evaluation.common.verdict import VerdictBuilder
 from htam_agent.evaluation.parent.options import EvalOptions
 from htam_agent.evaluation.tasks import load_task
@@ -139,7 +139,7 @@ def test_paused_stops_every_process_of_the_sandbox_and_resumes_them(tmp_path: Pa
         while _beats(run) < 3 and time.monotonic() < end:
             time.sleep(0.02)
         assert _beats(run) >= 3, "the candidate's child never started"
-        keep = set(containment.children()) - {run.sb.proc.pid}  # this test's other children stay running
+        keep = set(process_tree.children()) - {run.sb.proc.pid}  # this test's other children stay running
         with run.sb.paused(keep):
             time.sleep(0.05)
             before = _beats(run)

@@ -17,7 +17,7 @@ import sys
 import time
 
 _T_START = time.perf_counter()
-from ..common import containment  # noqa: E402
+from ..common.containment import process_tree  # noqa: E402
 from .sandbox_client import SandboxClient  # noqa: E402 (the standard library only: no torch yet)
 
 
@@ -29,8 +29,8 @@ def main(argv: list[str] | None = None, forked: bool = False, started: float | N
         print("usage: python -m htam_agent.evaluation.checker --result-fd N (job JSON on stdin)", file=sys.stderr)
         return 2
     result_fd = int(argv[1])
-    containment.become_subreaper()
-    containment.make_undumpable()
+    process_tree.become_subreaper()
+    process_tree.make_undumpable()
     # Starts now: its imports overlap ours and the wait for the job. Forked, a second sandbox costs a few
     # milliseconds: one waits for the reference, should the job time the eager baseline beside the
     # candidate (phases.pairs). Both are forked before any job is read, and before any thread starts here.
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None, forked: bool = False, started: float | N
         for box in boxes:
             box.kill()
             box.cleanup()
-        containment.kill_tree(None)
+        process_tree.kill_tree(None)
         if os.path.basename(os.getcwd()).startswith("htam-job-"):
             import shutil
 
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None, forked: bool = False, started: float | N
     sandbox.kill()
     if keep:
         verdict.record(scratch=str(sandbox.scratch))
-    containment.kill_tree(None)
+    process_tree.kill_tree(None)
     left = sandbox.leftovers()  # after every kill: none, or the verdict says so and is never stored
     sandbox.cleanup(keep=keep)
     if left:

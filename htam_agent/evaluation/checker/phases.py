@@ -30,7 +30,8 @@ import torch
 import torch.autograd.profiler  # noqa: F401
 import torch.utils.flop_counter  # noqa: F401
 
-from ..common import builder, containment, observe, protocol
+from ..common import builder, observe, protocol
+from ..common.containment import landlock
 from ..common.verdict import VerdictBuilder
 from . import correctness, judge, roofline, static, timing
 from . import inputs as inp
@@ -204,7 +205,7 @@ def _baseline_inductor_dir(run: Run) -> str | None:
     takes most of a minute on two cores). Only a baseline's sandbox, which runs the reference alone, may
     write it, and only where Landlock keeps every candidate's sandbox from writing it; otherwise each
     baseline compiles into its own scratch folder."""
-    if run.job["mode"] != "baseline" or not run.job.get("landlock", True) or containment.landlock_abi() < 1:
+    if run.job["mode"] != "baseline" or not run.job.get("landlock", True) or landlock.landlock_abi() < 1:
         return None
     folder = os.path.join(run.job["build_root"], "baseline-inductor")
     os.makedirs(folder, exist_ok=True)

@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..common import containment, protocol
+from ..common import protocol
+from ..common.containment import cgroup, privileges, process_tree, sandbox_uid, scratch_quota
 from ..common.protocol import SandboxTimeout
 
 _SIGNAL_HINTS = {"SIGSEGV": "out-of-bounds host or device memory access?",
@@ -69,13 +70,13 @@ class ForkedProcess:
 
     @classmethod
     def start(cls, child: Callable[[], None]) -> ForkedProcess:
-        return cls(containment.fork_child(child))
+        return cls(process_tree.fork_child(child))
 
     def poll(self) -> int | None:
         if self.returncode is None:
             try:
                 pid, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:  # reaped by a sweep of the checker's children (containment._reap)
+            except ChildProcessError:  # reaped by a sweep of the checker's children (process_tree._reap)
                 self.returncode = 0
                 return self.returncode
             if pid:
@@ -101,14 +102,14 @@ def single_threaded() -> bool:
 
 
 def _become_sandbox(env: dict[str, str], scratch: Path, out: int, err: int, sock: int,
-                    identity: containment.Identity | None) -> None:
+                    identity: sandbox_uid.Identity | None) -> None:
     """In the forked child, before anything else runs: what `Popen` and the launcher script do for a fresh
     sandbox. Its own session, stdio to its files, only its socket left open (the checker's pipes, its
     result fd and its client sockets closed), its environment, its uid, limits and no capabilities; then
     dumpable again, as an exec would leave it (the checker is not, and the kernel keeps that through the
     uid change)."""
     os.setsid()
-    containment.set_name("htam-sandbox")
+    process_tree.set_name("htam-sandbox")
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(out, 1)
@@ -120,9 +121,9 @@ def _become_sandbox(env: dict[str, str], scratch: Path, out: int, err: int, sock
     os.environ.update(env)
     tempfile.tempdir = None  # the launcher's cached choice (its TMPDIR): the sandbox's is its scratch's tmp/
     if identity is not None:
-        containment.become(identity.uid, identity.gid, identity.read_all, containment.nproc_limit(),
-                           containment.file_limit())
-    containment.make_dumpable()
+        privileges.become(identity.uid, identity.gid, identity.read_all, sandbox_uid.nproc_limit(),
+                           sandbox_uid.file_limit())
+    process_tree.make_dumpable()
     # The sandbox's own module, run by name as `python -m` would (the checker never imports it): torch and
     # everything it needs are loaded already, so this costs ~10 ms instead of an interpreter's start.
     sys.argv = [SANDBOX_MODULE, "--fd", "3"]
@@ -139,8 +140,8 @@ class SandboxClient:
         `watch=False`: the quota's watchdog thread starts at `start_watch()`, so that another sandbox can
         still be forked from a single-threaded process."""
         self.scratch = Path(tempfile.mkdtemp(prefix="htam-sandbox-"))
-        who = containment.sandbox_user()
-        self.identity = who if isinstance(who, containment.Identity) else None
+        who = sandbox_uid.sandbox_user()
+        self.identity = who if isinstance(who, sandbox_uid.Identity) else None
         self.user: tuple[int, int] | str | None = (who.uid, who.gid) if self.identity else who  # type: ignore[union-attr]
         self.dropped = self.identity is not None
         self.user_text = self.identity.describe() if self.identity else (
@@ -153,8 +154,8 @@ class SandboxClient:
         env["TMPDIR"] = str(self.scratch / "tmp")  # compilers' temporary files stay inside the box
         argv = [sys.executable, "-m", SANDBOX_MODULE, "--fd", str(there.fileno())]
         if self.identity:
-            containment.chown_tree(self.scratch, self.identity.uid, self.identity.gid)
-            argv = containment.launch_command(self.identity, argv)
+            sandbox_uid.chown_tree(self.scratch, self.identity.uid, self.identity.gid)
+            argv = sandbox_uid.launch_command(self.identity, argv)
         self.stderr_path = self.scratch / "stderr.txt"
         with open(self.scratch / "stdout.txt", "wb") as out, open(self.stderr_path, "wb") as err:
             if self.identity:
@@ -170,11 +171,11 @@ class SandboxClient:
                     pass_fds=(there.fileno(),), start_new_session=True)
         # Before it runs any candidate code (that waits for the job): its own cgroup, and the quota's eye.
         n = next(_STARTED)  # a checker may hold two sandboxes (the reference's, for paired timing)
-        self.cgroup = containment.Cgroup.create(f"htam-sandbox-{os.getpid()}" + (f"-{n}" if n else ""))
+        self.cgroup = cgroup.Cgroup.create(f"htam-sandbox-{os.getpid()}" + (f"-{n}" if n else ""))
         if self.cgroup is not None and not self.cgroup.add(self.proc.pid):
             self.cgroup.kill()
             self.cgroup = None
-        self.quota = containment.Quota(containment.quota(), self._over_quota, start=watch)
+        self.quota = scratch_quota.Quota(scratch_quota.quota(), self._over_quota, start=watch)
         self.quota.watch(str(self.scratch))
         self._loose_before: dict[str, set[str]] = {}
         there.close()
@@ -418,18 +419,18 @@ class SandboxClient:
         if self.cgroup is not None:
             self.cgroup.kill()
         if self.identity is not None:
-            containment.kill_uid(self.identity.uid)
+            sandbox_uid.kill_uid(self.identity.uid)
         try:
             os.killpg(self.proc.pid, 9)
         except (ProcessLookupError, PermissionError):
             pass
 
     def _processes(self, keep: set[int], strays: bool) -> list[int]:
-        found = {self.proc.pid, *containment.descendants(self.proc.pid)}
+        found = {self.proc.pid, *process_tree.descendants(self.proc.pid)}
         if strays:  # escaped ones come back to the checker (a subreaper): all its others but `keep`'s
-            found |= set(containment.descendants(keep=keep))
+            found |= set(process_tree.descendants(keep=keep))
         if self.identity is not None:
-            found |= set(containment.processes_of(self.identity.uid))
+            found |= set(sandbox_uid.processes_of(self.identity.uid))
         return sorted(found - keep)
 
     @contextlib.contextmanager
@@ -447,13 +448,13 @@ class SandboxClient:
                     todo = [p for p in self._processes(keep, strays) if p not in stopped]
                     if not todo:
                         break
-                    containment.signal_all(todo, signal.SIGSTOP)
+                    process_tree.signal_all(todo, signal.SIGSTOP)
                     stopped.update(todo)
             yield
         finally:
             if group is not None:  # thawed even when freezing timed out (it may have taken effect since)
                 group.freeze(False)
-            containment.signal_all(sorted(stopped), signal.SIGCONT)
+            process_tree.signal_all(sorted(stopped), signal.SIGCONT)
 
     def _hang_up(self) -> None:
         self._maps.clear()
@@ -468,7 +469,7 @@ class SandboxClient:
         descendant of the checker (a subreaper: orphans come back to it), stopped before they are killed."""
         self._hang_up()
         self._kill_processes()
-        n = containment.kill_tree(self.proc.pid)
+        n = process_tree.kill_tree(self.proc.pid)
         try:
             self.proc.wait(timeout=5)
         except (subprocess.TimeoutExpired, ChildProcessError):
@@ -480,9 +481,9 @@ class SandboxClient:
         """Kill this sandbox alone and remove its folder, while the checker's other sandbox goes on (`kill`
         takes every descendant of the checker): its cgroup, its uid's processes, its session, its own tree."""
         self._hang_up()
-        tree = containment.descendants(self.proc.pid)
+        tree = process_tree.descendants(self.proc.pid)
         self._kill_processes()
-        containment.signal_all(sorted(tree), signal.SIGKILL)
+        process_tree.signal_all(sorted(tree), signal.SIGKILL)
         try:
             self.proc.wait(timeout=5)
         except (subprocess.TimeoutExpired, ChildProcessError):
@@ -493,9 +494,9 @@ class SandboxClient:
     def leftovers(self) -> list[int]:
         """Processes of this sandbox still alive (after `kill`, none): its uid's, and the checker's
         descendants."""
-        left = set(containment.descendants())
+        left = set(process_tree.descendants())
         if self.identity is not None:
-            left |= set(containment.processes_of(self.identity.uid))
+            left |= set(sandbox_uid.processes_of(self.identity.uid))
         return sorted(left)
 
     def stderr_tail(self, n: int = 4000) -> str:
@@ -514,6 +515,6 @@ class SandboxClient:
         self._remove_loose()
         if self.identity is not None:
             if keep:  # kept for a person to read: no longer the uid's, so the slot's next sweep leaves it
-                containment.chown_tree(self.scratch, os.getuid(), os.getgid())
-            containment.remove_owned(self.identity.uid)
+                sandbox_uid.chown_tree(self.scratch, os.getuid(), os.getgid())
+            sandbox_uid.remove_owned(self.identity.uid)
             self.identity.release()

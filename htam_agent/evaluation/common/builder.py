@@ -296,12 +296,12 @@ def _confined(work: Callable[[], None], writable: list[str], deadline: float) ->
             os.close(r)
             os.closerange(3, w)
             os.closerange(w + 1, 1 << 16)
-            from . import containment
+            from .containment import landlock, privileges
 
-            how = containment.restrict_writes(writable)
+            how = landlock.restrict_writes(writable)
             if not how.startswith("landlock ABI"):
                 raise RuntimeError(f"refusing to build unconfined: {how}")
-            containment.drop_capabilities()
+            privileges.drop_capabilities()
             work()
             ok = True
         except BaseException as exc:  # the compiler's error, reported to the checker
@@ -336,13 +336,13 @@ def _confined(work: Callable[[], None], writable: list[str], deadline: float) ->
 
 def _kill_below(pid: int) -> None:
     """SIGKILL `pid` and its descendants (found through /proc, deepest last)."""
-    from . import containment
+    from .containment import process_tree
 
     todo, seen = [pid], []
     while todo:
         p = todo.pop()
         seen.append(p)
-        todo += containment.children(p)
+        todo += process_tree.children(p)
     for p in seen:
         try:
             os.kill(p, signal.SIGKILL)
@@ -440,9 +440,9 @@ class BuildService:
 
     # -- one extension ---------------------------------------------------------------------------------
     def build(self, spec: dict[str, Any], deadline: float, fact: dict[str, Any]) -> dict[str, Any]:
-        from . import containment
+        from .containment import landlock
 
-        if containment.landlock_abi() < 1:  # a compile with candidate flags must be confined to be shared
+        if landlock.landlock_abi() < 1:  # a compile with candidate flags must be confined to be shared
             raise NotShared("no Landlock on this kernel: builds stay private to each sandbox")
         key = key_of(spec)
         fact["key"] = key[:16]

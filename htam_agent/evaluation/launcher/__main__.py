@@ -5,7 +5,7 @@ Starting a checker and its sandbox as fresh interpreters imports torch twice per
 machine about 1.3 s and 1.0 s of CPU, in a verdict of 3-4 s). This process imports torch and the checker's
 modules once, then forks one checker per request. Each checker forks its sandboxes at once, before it reads
 its job, so a sandbox starts from memory that holds no job and no secret; the fork becomes the sandbox's uid
-exactly as the launcher script would (containment.become) and runs the sandbox's module by name, as
+exactly as the launcher script would (privileges.become) and runs the sandbox's module by name, as
 `python -m` would (neither this process nor the checker imports the sandbox's code).
 
 The launcher reads no job and runs no candidate. It is the parent of the checkers it forks: it reaps them and
@@ -28,7 +28,8 @@ import time
 
 from ..checker import __main__ as checker_main
 from ..checker import job  # noqa: F401  (imports torch and everything a checker's job uses)
-from ..common import containment, protocol
+from ..common import protocol
+from ..common.containment import process_tree
 
 STATUS = struct.Struct("!i")
 
@@ -54,7 +55,7 @@ def _child(request: dict, fds: list[int], control: socket.socket, wake: tuple[in
     for fd in (*wake, status):
         os.close(fd)
     os.setsid()
-    containment.set_name("htam-checker")
+    process_tree.set_name("htam-checker")
     os.dup2(stdin, 0)
     os.dup2(out, 1)
     os.dup2(err, 2)
@@ -86,7 +87,7 @@ def _reap(waiting: dict[int, int]) -> None:
 
 
 def serve(control: socket.socket) -> None:
-    containment.make_undumpable()  # no process of our user attaches to it or opens its descriptors via /proc
+    process_tree.make_undumpable()  # no process of our user attaches to it or opens its descriptors via /proc
     _warm()
     wake = os.pipe()
     for fd in wake:
@@ -116,7 +117,7 @@ def serve(control: socket.socket) -> None:
             protocol._close_all(msg.fds)
             protocol.send(control, {"error": "expected {'op': 'fork', 'cwd', 'env'} with 5 descriptors"})
             continue
-        pid = containment.fork_child(functools.partial(_child, msg.body, msg.fds, control, wake))
+        pid = process_tree.fork_child(functools.partial(_child, msg.body, msg.fds, control, wake))
         *theirs, status = msg.fds
         protocol._close_all(theirs)
         waiting[pid] = status

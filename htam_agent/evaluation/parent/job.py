@@ -15,7 +15,7 @@ from typing import Any
 
 from htam_agent.backend_registry import is_cpu
 
-from ..common import containment
+from ..common.containment import sandbox_uid
 from ..common.verdict import STATUSES, Verdict, VerdictBuilder, with_envelope
 from .options import EvalOptions
 from .pool import LaterSpare, Spare, kill_group, rmtree, take_spare
@@ -148,9 +148,9 @@ def _sweep(sandbox: dict[str, Any]) -> None:
     """A checker that died or was killed could not end its sandboxes: their uids' processes, their sessions."""
     for box in [sandbox, *sandbox.get("more", [])]:
         uid, pid = box.get("uid"), box.get("pid")
-        if isinstance(uid, int) and uid >= containment.UID_BASE and os.geteuid() == 0:
-            containment.kill_uid(uid)
-            containment.remove_owned(uid)
+        if isinstance(uid, int) and uid >= sandbox_uid.UID_BASE and os.geteuid() == 0:
+            sandbox_uid.kill_uid(uid)
+            sandbox_uid.remove_owned(uid)
         if isinstance(pid, int) and pid > 1:
             try:
                 os.killpg(pid, signal.SIGKILL)

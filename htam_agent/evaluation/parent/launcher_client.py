@@ -33,7 +33,8 @@ import time
 from pathlib import Path
 from typing import IO
 
-from ..common import containment, protocol
+from ..common import protocol
+from ..common.containment import sandbox_uid
 
 log = logging.getLogger(__name__)
 STATUS = struct.Struct("!i")  # the launcher's record of a checker's exit status (launcher/__main__.py)
@@ -174,7 +175,7 @@ _failures = 0
 
 def enabled() -> bool:
     return (sys.platform.startswith("linux") and os.environ.get("HTAM_LAUNCHER", "1") != "0" and _failures < 2
-            and not containment.gpu_visible())
+            and not sandbox_uid.gpu_visible())
 
 
 def spawn(cwd: Path, env: dict[str, str], out: IO[bytes], err: IO[bytes], result_fd: int) -> Launched | None:

@@ -27,7 +27,8 @@ _T_START = time.perf_counter()
 import torch  # noqa: E402
 
 from ..backends import get_backend  # noqa: E402
-from ..common import containment, observe, protocol  # noqa: E402
+from ..common import observe, protocol  # noqa: E402
+from ..common.containment import landlock, privileges  # noqa: E402
 from ..common.observe import flatten_outputs  # noqa: E402
 from . import build_cache, probe  # noqa: E402
 
@@ -182,9 +183,9 @@ class Sandbox:
         # Before any candidate code: from here on this process (and all it starts) writes only to its
         # scratch folder and its build folder, and cannot signal or trace the checker.
         writable = [os.getcwd(), body["build_root"], *([inductor] if inductor else [])]
-        confinement = containment.restrict_writes(writable) if body.get(
+        confinement = landlock.restrict_writes(writable) if body.get(
             "landlock", True) else "landlock not requested"
-        confinement += "; " + containment.drop_capabilities()
+        confinement += "; " + privileges.drop_capabilities()
         return {"device": self.backend.device_info(), "confinement": confinement}
 
     def op_reference(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
