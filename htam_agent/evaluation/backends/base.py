@@ -1,8 +1,8 @@
 """The backend interface: what a candidate must contain, how its device is timed, synchronized and flushed.
 
-A backend is a small object used inside the worker process. Adding one (say, HIP) is adding a module with a
-subclass and its `BackendSpec` in the registry (`htam_agent/backend_registry.py`), which holds the facts: name, device
-type, description, and the markers a valid candidate contains.
+A backend is a small object used inside the checker and the sandbox. Adding one (say, HIP) is adding a module
+with a subclass and its `BackendSpec` in the registry (`htam_agent/backend_registry.py`), which holds the facts:
+name, device type, description, and the markers a valid candidate contains.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class Backend(ABC):
         problems += [why for pattern, why in self.spec.forbids if re.search(pattern, code)]
         return problems
 
-    # --- worker-side set-up and device primitives ---------------------------------------------------------
+    # --- set-up and device primitives (in the checker and the sandbox) ------------------------------------
     @abstractmethod
     def prepare(self, build_root: str, threads: int | None, fast_build: bool = True) -> None:
         """Process-wide set-up before the candidate is imported (build cache, arch flags, threads).

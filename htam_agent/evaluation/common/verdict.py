@@ -87,7 +87,7 @@ STATUSES = (
     "incorrect",
     "rejected",          # correct numbers but a rejecting anti-cheat flag
     "timeout",
-    "crashed",           # the worker died (signal, exit() in the candidate)
+    "crashed",           # the sandbox died (signal, exit() in the candidate)
     "error",             # the evaluator itself failed; not the candidate's fault
 )
 

@@ -7,7 +7,7 @@ environment they get), `launcher_client` (its handle on the launcher that forks 
 and the command-line table both command lines are built from), `store` (verdicts by content key), `readout`
 (the one reader of a verdict) and `commands` (`python -m htam_agent.evaluation eval|batch`).
 
-It never imports candidate code; it imports the checker, the sandbox and the launcher neither (each is started by
+It never imports candidate code, nor the checker, the sandbox or the launcher (each is started by
 module name). It runs the task file itself (trusted) where it derives a KernelBench file's sizes, which imports
 torch, and `gateway.resolve_mode("auto")` asks torch whether a GPU is visible; the rest is the standard library.
 """

@@ -91,7 +91,7 @@ class Evaluator:
         return run_job(self._job(cand, "compile"), self.options)
 
     def baseline(self, cand: Candidate, fresh: bool = False) -> dict[str, Any]:
-        """Eager (and torch.compile) timings of the task's reference, in a worker that never saw a candidate.
+        """Eager (and torch.compile) timings of the task's reference, in a sandbox that never saw a candidate.
 
         Measured once per Evaluator. A GPU's baseline is also kept in the store and replayed (a GPU host's
         timings are steady); a CPU's is neither: a shared CPU's load changes from run to run, and an eager time measured slow but

@@ -44,7 +44,7 @@ class EvalOptions:
     device_index: int = 0
     build_root: str | None = None
     keep_scratch: bool = False
-    prestart: bool = True  # start the next worker process while this one runs
+    prestart: bool = True  # start the next checker process while this one runs
     fast_build: bool = True  # content-addressed builds, per-flag PCH, device arch only
     # The eager baseline timed beside each candidate, in blocks that alternate between the two (the
     # candidate's sandbox frozen while the reference runs), rather than once on its own: None means on for

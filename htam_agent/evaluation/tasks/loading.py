@@ -1,7 +1,7 @@
 """Load KernelBench-format problems (`Model`, `get_inputs`, `get_init_inputs`) from files or folders.
 
 Task files are executed as Python modules; a broken one must fail here, with its path and what is wrong,
-never deep inside a worker. Sizes other than the module defaults (`SMALL_SIZES`, `ALT_SIZES`) are applied by
+never deep inside a checker. Sizes other than the module defaults (`SMALL_SIZES`, `ALT_SIZES`) are applied by
 overriding module globals, so the file itself stays a plain KernelBench file. A file without those dicts (every
 KernelBench file) gets them derived by `sizes/` (analysis, probe, search); an explicit dict always wins.
 """
@@ -37,7 +37,7 @@ class Task:
     size: str
     module: ModuleType = field(repr=False)
     # Derived overrides ({'small': ..., 'alt': ..., 'problems': ...}, JSON form) for sizes the file has no dict
-    # for: handed in by whoever derived them (a worker gets them from its parent), else derived on first use.
+    # for: handed in by whoever derived them (a checker gets them from the parent), else derived on first use.
     derived: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
@@ -176,7 +176,7 @@ def _check_inputs(module: ModuleType, path: Path) -> None:
 
     This catches missing names, wrong return types and non-tensor inputs at load time, even for GPU sizes
     of many GB. Ops the meta device cannot run (NotImplementedError/RuntimeError) defer the check to the
-    worker, which validates the real inputs again.
+    checker, which validates the real inputs again.
     """
     import torch
 
@@ -230,7 +230,7 @@ def load_task_source(source: str, path: Path | str, size: str = "default", name:
                      check_inputs: bool = True, derived: dict[str, Any] | None = None) -> Task:
     """Load a task from its source text (`path` is used for messages and the name).
 
-    `derived`: the output of `sizes.derived_overrides(source)` made elsewhere (a worker should get it from its
+    `derived`: the output of `sizes.derived_overrides(source)` made elsewhere (a checker gets it from the
     parent rather than derive, or read the cache, in a process that runs candidate code).
     """
     path = Path(path)

@@ -133,7 +133,7 @@ def explicit_dicts(source: str, path: Path | str = "<task>") -> set[str]:
 
 def derived_overrides(source: str, path: Path | str = "<task>", *, use_cache: bool = True) -> dict[str, Any]:
     """{'small': overrides | None, 'alt': overrides | None, 'problems': {...}} in JSON form, for a job file:
-    a parent process derives once and the worker applies them (`tasks.load_task_source(derived=...)`)."""
+    the parent derives once and the checker applies them (`tasks.load_task_source(derived=...)`)."""
     report = derive_sizes(source, path, use_cache=use_cache, measure=False)
     return {"small": report["small"]["overrides"] if report["small"] else None,
             "alt": report["alt"]["overrides"] if report["alt"] else None,
