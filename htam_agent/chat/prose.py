@@ -18,11 +18,13 @@ def _x(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}x"
 
 
-def step_lines(steps: list[StepRow]) -> list[str]:
-    """One line per step (direction as applied, with the one asked for when they differ), then why."""
+def step_lines(steps: list[StepRow], waiting: int | None = None) -> list[str]:
+    """One line per step (direction as applied, with the one asked for when they differ), then why;
+    `waiting`: the step a pause holds."""
     out = []
     for s in steps:
-        verdicts = "; ".join(s.verdicts) or ("running" if not s.done else "no candidate")
+        verdicts = "; ".join(s.verdicts) or ("no candidate" if s.done else "waiting for your decision"
+                                             if s.step == waiting else "running")
         who = f", chosen by {s.chosen_by}" if s.chosen_by else ""
         out.append(f"  step {s.step}: {s.direction_shown}{who}: {verdicts}")
     notes = [n for s in steps for n in s.explanation().splitlines() if n]
@@ -57,7 +59,7 @@ def outcome_text(out: dict[str, Any], view: RunView | None = None) -> str:
         lines.append(f"Run {out.get('run_id', '')}: {state}. {out.get('error', '')}".strip())
     if view is not None and view.steps:
         lines.append("Steps:")
-        lines += step_lines(view.steps)
+        lines += step_lines(view.steps, (view.pause or {}).get("step"))
     if state == "finished" and out.get("best_kernel_path"):
         lines.append(f"Best kernel: {out['best_kernel_path']}")
         lines.append("Next: /export [PATH] writes it where you want it; /explain N says why candidate N was "
@@ -91,7 +93,7 @@ def show_text(view: RunView, state: str) -> str:
         lines.append(f"Best: {_x(r['best_speedup_vs_eager'])} over eager, {_x(r.get('best_speedup_vs_compile'))} "
                      "over torch.compile" + ("" if frac is None else f", {100 * frac:.0f}% of the roofline") + ".")
     lines.append("Steps:")
-    lines += step_lines(view.steps) if view.steps else ["  none yet"]
+    lines += step_lines(view.steps, (view.pause or {}).get("step")) if view.steps else ["  none yet"]
     if view.pause is not None and state == "paused":
         lines.append(f"Waiting for your decision before step {view.pause.get('step')} (planned direction "
                      f"{view.pause.get('direction')}): /steer accept | direction ID | code FILE | stop.")

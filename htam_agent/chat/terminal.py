@@ -343,12 +343,13 @@ def goodbye(session: ChatSession, page: bool = False) -> str:
     m = session.manager
     head = "page stopped." if page else "stopped."
     rid = m.active or m.current
-    if not rid:
+    if not rid and not page:
         return head
     try:
-        view = m.view(rid)
-    except Exception:  # noqa: BLE001 - a folder gone since: say nothing about it
+        view = m.view(rid)  # the page shows the newest run when none was picked
+    except Exception:  # noqa: BLE001 - no run, or a folder gone since: nothing to say about it
         return head
+    rid = view.run_id
     again = f"`htam ui --run {rid}`"
     if m.active:
         return (f"{head} Run {rid} was cut mid-step; it is checkpointed: "

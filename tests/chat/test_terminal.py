@@ -78,3 +78,30 @@ def test_the_terminal_at_80_columns(runs: Path, tmp_path: Path) -> None:
     assert max(len(line) for line in wide.splitlines()) > 80  # the wide terminal was used
     broken = _words(wide) - _words(narrow)
     assert not broken, f"words broken across lines at 80 columns: {sorted(broken)[:20]}"
+
+
+REPLY = ("Candidate 3 was accepted but gives back most of the gain: it runs at 0.99 times the speed of eager "
+         "PyTorch because compiling for the native architecture changed the vectorization of the reduction, and "
+         "the roofline fraction fell from fifty-seven to fourteen percent. Keep candidate 2, export it with "
+         "/export, and give torch.compile a try where it is an option: it is faster than every kernel here.")
+
+
+def test_a_streamed_reply_and_a_tool_result_at_80_columns(runs: Path, tmp_path: Path, openai_server) -> None:
+    from .scripted import call
+
+    openai_server.push(call("explain_verdict", run_id=RUN, candidate=3), REPLY)
+    chat = PtyChat(["--backend", "cpp", "--model", "scripted-model", "--base-url", openai_server.url], tmp_path)
+    try:
+        chat.read_until("you> ", 120)
+        out = chat.say("why is candidate 3 slower?")
+    finally:
+        chat.close()
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80, [line for line in lines if len(line) > 80]
+    assert not MARKUP.search(out), MARKUP.search(out)
+    assert "explain_verdict -> candidate 3 (step 2, variant 0, repair 0) was accepted" in " ".join(out.split())
+    reply = out[out.index("htam> "):]
+    tokens = reply.split()
+    for word in REPLY.split():  # the reply's 16-character chunks arrived mid-word; every word is whole
+        assert word in tokens, (word, reply)
+    assert openai_server.remaining == 0
