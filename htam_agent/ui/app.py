@@ -188,9 +188,9 @@ class Page:
     async def watch(self) -> AsyncIterator[tuple[Any, ...]]:
         """One tab's stream: a new value for the tab's fast tick when anything shown changed (at once when the
         tab opens), for its slow tick when a verdict or a direction did; each tick's change event then draws
-        its panels. The stream itself updates only those two `gr.State`s, which the browser does not render:
-        an event whose outputs are on screen keeps their progress trackers' timers running in the browser
-        for as long as it lasts, which a stream lasting all day would make a constant cost."""
+        its panels in an ordinary short event. The stream's own outputs are only those two `gr.State`s, which
+        the browser does not render, so an event that lasts as long as the tab is open holds no panel in a
+        pending state."""
         import gradio as gr
 
         fast = slow = 0

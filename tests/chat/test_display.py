@@ -130,3 +130,18 @@ def test_a_pasted_task_is_named_after_its_class_or_the_name_given(chat_env: Path
     with pytest.raises(ValueError, match="no letters or digits"):
         m.task_file(src, "!!!")
     assert list_runs(m.runs_dir) == []
+
+
+def test_stopping_says_what_state_the_run_is_in(runs: Path) -> None:
+    from htam_agent.chat.terminal import goodbye
+
+    s = _session()
+    page = goodbye(s, page=True)  # the page shows the newest run: a finished one is shown again, not resumed
+    assert page.startswith("page stopped.") and "is finished" in page and f"htam ui --run {RUN}" in page
+    assert "Resume" not in page
+    assert goodbye(s) == "stopped."  # the terminal touched no run
+    list(s.send("/show"))
+    s.manager.current = RUN
+    assert f"`/show {RUN}`" in goodbye(s)
+    (runs / RUN / "result.json").unlink()  # as a run killed mid-step leaves it
+    assert f"`/resume {RUN}` continues it" in goodbye(s) and "Resume continue it" in goodbye(s, page=True)
