@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import hashlib
 import json
 import math
 import os
@@ -74,6 +75,9 @@ class VariantRecord:
     n_timings: int                    # how many timed verdicts the figures summarize
     bound: str | None = None          # the roofline's bound (memory, compute): the analyze node reads it
     flags: list[str] = field(default_factory=list)  # the verdict's flag names (e.g. timing_unreliable)
+    # sha256 (first 16 hex) of the candidate's code: the variant id names knobs, and the same knobs render other
+    # code once the coder changes, so the job re-evaluates a record whose code the coder no longer writes
+    code_sha: str | None = None
 
     @property
     def accepted(self) -> bool:
@@ -145,6 +149,9 @@ class VariantRecord:
             raise bad("seed", "an integer or null")
         if isinstance(self.n_timings, bool) or not isinstance(self.n_timings, int) or self.n_timings < 0:
             raise bad("n_timings", "a non-negative integer")
+        if self.code_sha is not None and not (isinstance(self.code_sha, str) and re.fullmatch(r"[0-9a-f]{16}",
+                                                                                              self.code_sha)):
+            raise bad("code_sha", "16 lowercase hex digits (sha256 of the candidate's code) or null")
         if self.bound not in (None, "memory", "compute"):
             raise bad("bound", "'memory', 'compute' or null")
 
@@ -159,7 +166,8 @@ def record_from_verdict(verdict: Mapping[str, Any], *, problem: str, level: int 
                         variant: str | None = None, size: str | None = None, seed: int | None = None,
                         n_timings: int | None = None, ratio_lo: float | None = None, ratio_hi: float | None = None,
                         speedup_eager: float | None = None, speedup_compile: float | None = None,
-                        time_ms: float | None = None, eager_ms: float | None = None) -> VariantRecord:
+                        time_ms: float | None = None, eager_ms: float | None = None,
+                        code: str | None = None) -> VariantRecord:
     """The slim record of one evaluated variant.
 
     Status, reason, compile speedup and time, roofline fraction and bound, flags and backend come from the
@@ -190,10 +198,15 @@ def record_from_verdict(verdict: Mapping[str, Any], *, problem: str, level: int 
         compile_ms=read.median_ms("compile"), ratio_lo=ratio_lo, ratio_hi=ratio_hi,
         roofline_fraction=read.roofline_fraction, reason=_one_line(read.reason),
         seed=seed if seed is not None else read.seed, n_timings=n_timings, bound=read.bound,
-        flags=read.flag_names,
+        flags=read.flag_names, code_sha=code_sha(code) if code is not None else None,
     )
     rec._check(f"verdict of {problem} variant {variant}")
     return rec
+
+
+def code_sha(code: str) -> str:
+    """The record's `code_sha` of a candidate's code."""
+    return hashlib.sha256(code.encode()).hexdigest()[:16]
 
 
 def variant_annotations(pattern: Any, backend: str, knobs: Mapping[str, Any]) -> tuple[list[str], list[str]]:
@@ -425,5 +438,5 @@ def add_provenance(table_path: str | Path, entry: Mapping[str, Any]) -> Path:
 
 
 __all__ = ["STATUSES", "TABLE_FORMAT", "TABLE_VERSION", "Table", "TableError", "VariantRecord", "add_provenance",
-           "load_table", "provenance_entry", "provenance_path", "read_provenance", "record_from_verdict",
+           "load_table", "provenance_entry", "provenance_path", "read_provenance", "record_from_verdict", "code_sha",
            "variant_annotations", "write_record"]

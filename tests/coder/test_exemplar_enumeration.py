@@ -12,8 +12,8 @@ from exemplar_helpers import COVERED, backends_for, task_source
 from typer.testing import CliRunner
 
 from htam_agent.cli.exemplar import app
-from htam_agent.coder.exemplar import enumerate_candidates
-from htam_agent.coder.exemplar.common import parse_header
+from htam_agent.coder.exemplar import cpp_launch, enumerate_candidates
+from htam_agent.coder.exemplar.common import MAX_VARIANTS, parse_header
 from htam_agent.evaluation.backends import detect_backend, get_backend
 
 
@@ -22,7 +22,7 @@ def test_enumeration_is_finite_deterministic_and_well_formed(stem: str):
     src = task_source(stem)
     for backend in backends_for(stem):
         cands = enumerate_candidates(src, backend, stem)
-        assert 2 <= len(cands) <= 24
+        assert 2 <= len(cands) <= MAX_VARIANTS
         assert cands == enumerate_candidates(src, backend, stem), "not deterministic"
         ids = [v for v, _, _ in cands]
         assert len(set(ids)) == len(ids), "duplicate variant ids"
@@ -61,3 +61,36 @@ def test_cli_list_and_write_feed_the_batch(tmp_path: Path):
     by_folder = _pairs(argparse.Namespace(pairs=None, tasks=str(Path(manifest[0]["task"]).parent),
                                           candidates=str(out), backend="cpp"))
     assert len(by_folder) == sum(m["backend"] == "cpp" for m in manifest)
+
+
+def _ext_source(code: str) -> str:
+    """What a cpp candidate builds: its C++ source and flags (the extension's name hashes exactly these)."""
+    return code.split('name="', 1)[1].split('"', 1)[0]
+
+
+@pytest.mark.parametrize("name", ["kb_sum_dim_scale", "kb_conv_groupnorm_swish", "kb_log_softmax_dim1"])
+def test_cpp_launch_knobs_share_one_build(name: str):
+    """Variants that differ only in launch knobs must build one extension (the table's cost rests on it), and
+    their `_CFG` lines must differ: the knobs reach the kernel at call time, not through the source."""
+    from kb_style_tasks import source
+
+    cands = enumerate_candidates(source(name), "cpp", name)
+    assert len(cands) >= 16, [v for v, _, _ in cands]
+    by_build: dict[tuple, list] = {}
+    for _vid, knobs, code in cands:
+        static = tuple(sorted((k, v) for k, v in knobs.items() if k not in cpp_launch.RUNTIME_KNOBS))
+        by_build.setdefault(static, []).append((knobs, code))
+    for group in by_build.values():
+        assert len({_ext_source(code) for _, code in group}) == 1, "launch knobs changed the C++ source"
+        cfgs = [code.split("\n_CFG = ", 1)[1].split("  #", 1)[0] for _, code in group]
+        assert cfgs == [repr(cpp_launch.cfg(k)) for k, _ in group]
+        assert len(set(cfgs)) == len(group), "two variants of one build pass the same launch knobs"
+    assert len(by_build) <= len(cands) // 2, "most variants should reuse a build"
+
+
+def test_cpp_cfg_vector_order_matches_the_kernel_reader():
+    """cpp_cfg.cpp.tmpl reads _CFG as threads, schedule, simd, accumulators, loop order, block."""
+    assert cpp_launch.cfg({}) == [0, 0, 0, 1, 0, 0]
+    assert cpp_launch.cfg({"threads": "one", "sched": "guided", "simd": True, "acc": 4, "order": "tile",
+                           "block": 4096}) == [1, 2, 1, 4, 1, 4096]
+    assert cpp_launch.cfg({"vec": 8})[2] == 1

@@ -84,6 +84,15 @@ def test_every_staged_cuda_source_compiles_for_sm90():
 EVAL_CASES = [(name, {}) for name in sorted(TASKS)] + [
     ("kb_conv_groupnorm_swish", {"passes": "two_pass"}),
     ("kb_conv_groupnorm_swish", {"bias": "epilogue", "simd": True}),
+    # the cpp launch knobs, read at call time: each path of the shared build must stay correct
+    ("kb_argmin_dim", {"acc": 4}),  # independent partial states keep the first index on ties
+    ("kb_argmin_dim", {"order": "tile", "acc": 1}),
+    ("kb_sum_dim_scale", {"order": "tile", "acc": 1}),
+    ("kb_triplet_loss", {"acc": 4, "sched": "dynamic"}),
+    ("kb_log_softmax_dim1", {"simd": True, "threads": "one"}),
+    ("kb_avgpool3d", {"sched": "guided"}),
+    ("kb_conv_groupnorm_swish", {"passes": "two_pass", "simd": True}),
+    ("kb_conv_groupnorm_swish", {"threads": "one"}),
 ]
 
 

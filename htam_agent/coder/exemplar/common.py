@@ -18,6 +18,8 @@ HEADER_RE = re.compile(r"^# htam-exemplar: family=(\S+) backend=(\S+) knobs=(\{.
 NOTICE = "# Written by the htam exemplar coder (htam_agent/coder/exemplar) from a template; no LLM was used."
 
 Knobs = dict[str, Any]
+#: the most variants a family curates for one problem and backend; enumerate_candidates and the tests rely on it
+MAX_VARIANTS = 24
 # A move sets knobs to values; the value NEXT means "the next value of this knob's range" (cycling).
 NEXT = "__next__"
 

@@ -12,7 +12,7 @@ from .patterns import recognize
 
 
 def enumerate_candidates(task_source: str, backend: str, task_name: str = "task") -> list[tuple[str, Knobs, str]]:
-    """[(variant_id, knobs, code)] for every curated variant (<= 24); raises UnsupportedTask."""
+    """[(variant_id, knobs, code)] for every curated variant (at most common.MAX_VARIANTS); raises UnsupportedTask."""
     pattern = recognize(task_source, task_name)
     fam = family_module(pattern.family)
     out = []

@@ -3,16 +3,19 @@
 Operands are `full` (the output's shape, read at the flat index) or broadcast along one axis (read at
 `(i / inner) % size`, inner and size taken from the output's runtime shape), so any shape works, tails
 included. Knobs: vector width, block size, grid-stride vs one-thread-per-unit, fast math, read-only and
-streaming cache hints, and whether the producer's bias is added by PyTorch or in our epilogue.
+streaming cache hints, and whether the producer's bias is added by PyTorch or in our epilogue; on cpp, the
+launch knobs of cpp_launch.py (threads, schedule, simd, block: one build serves them) and -march=native.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..common import NEXT, Knobs, Variants, ext_name, frame, prefix_lines
+from .. import cpp_launch
+from ..common import MAX_VARIANTS, NEXT, Knobs, Variants, ext_name, frame, prefix_lines
 from ..ops import c_function, tl_body
 from ..spec import Chain, Operand, Pattern
+from ..templating import raw
 
 FAMILY = "elementwise"
 
@@ -26,7 +29,7 @@ def space(pattern: Pattern, backend: str) -> dict[str, tuple[Any, ...]]:
         s = {"vec": (1, 4), "block": (1024, 2048, 4096), "warps": (4, 8), "grid": ("flat", "stride"),
              "fast_math": (False, True), "stream": (False, True)}
     else:
-        s = {"vec": (1, 8), "block": (0, 4096), "march": ("generic", "native")}
+        s = {"vec": (1, 8), "block": (0, 4096), **cpp_launch.launch_space(), "march": ("generic", "native")}
     if pattern.prefix is not None and pattern.prefix.has_bias:
         s["bias"] = ("gemm", "epilogue")
     return s
@@ -76,7 +79,7 @@ DIRECTION_MOVES: dict[str, Knobs] = {
 
 
 def curated(pattern: Pattern, backend: str) -> list[Knobs]:
-    """The enumerable candidate set: the default, then single and combined knob changes (<= 24)."""
+    """The enumerable candidate set: the default, then single and combined knob changes (at most MAX_VARIANTS)."""
     base = default(pattern, backend)
     sp = space(pattern, backend)
     variants = Variants(base, sp)
@@ -102,9 +105,8 @@ def curated(pattern: Pattern, backend: str) -> list[Knobs]:
         add(vec=wide, fast_math=True, **bias)
         add(vec=wide, grid="stride", warps=8, **bias)
     else:
-        add(vec=wide, march="native", **bias)
-        add(vec=wide, block=4096, march="native", **bias)
-    return out[:24]
+        return cpp_launch.curated(base, sp, ("vec", "march", "block", "bias"))
+    return out[:MAX_VARIANTS]
 
 
 def _chain(pattern: Pattern, knobs: Knobs) -> tuple[Chain, bool]:
@@ -211,6 +213,7 @@ def _cuda(pattern: Pattern, knobs: Knobs) -> str:
     body_py = f'''_SOURCE = r"""
 {source}"""
 
+{cpp_launch.cfg_line(knobs)}
 _AXES = {_axes(chain)}  # per operand: None = the output's shape, else the one axis it varies along
 _FULL = {full_idx}
 _BLOCK = {knobs['block']}
@@ -296,6 +299,7 @@ def _triton(pattern: Pattern, knobs: Knobs) -> str:
             else "triton.cdiv(n, _BLOCK)")
     body_py = f'''{kernel}
 
+{cpp_launch.cfg_line(knobs)}
 _AXES = {_axes(chain)}  # per operand: None = the output's shape, else the one axis it varies along
 _FULL = {full_idx}
 _BLOCK = {knobs['block']}
@@ -328,6 +332,7 @@ def _cpp(pattern: Pattern, knobs: Knobs) -> str:
     params = ["torch::Tensor out"] + [f"torch::Tensor t{i}" for i in range(len(ops))]
     params += [f"double s{j}_in" for j in range(len(chain.scalars))]
     params += [f"int64_t in{i}, int64_t sz{i}" for i, o in enumerate(ops) if o.kind == "axis"]
+    params += ["std::vector<int64_t> C"]
     checks = "\n".join(
         f'    TORCH_CHECK(t{i}.device().is_cpu() && t{i}.scalar_type() == torch::kFloat32 && t{i}.is_contiguous(), '
         f'"operand {i} must be a contiguous float32 CPU tensor");' for i in range(len(ops)))
@@ -335,19 +340,35 @@ def _cpp(pattern: Pattern, knobs: Knobs) -> str:
     scal = "\n".join(f"    const float s{j} = (float)s{j}_in;" for j in range(len(chain.scalars)))
     args = [f"p{i}[i]" if o.kind == "full" else f"p{i}[(i / in{i}) % sz{i}]" for i, o in enumerate(ops)]
     args += [f"s{j}" for j in range(len(chain.scalars))]
-    simd = " simd" if knobs["vec"] > 1 else ""
+    simd = knobs["vec"] > 1
     stmt = f"o[i] = ew_op({', '.join(args)});"
-    if knobs["block"]:
-        loop = (f"    #pragma omp parallel for schedule(static)\n"
-                f"    for (int64_t b = 0; b < n; b += {knobs['block']}) {{\n"
-                f"        const int64_t e = std::min(n, b + (int64_t){knobs['block']});\n"
-                + ("        #pragma omp simd\n" if simd else "")
-                + f"        for (int64_t i = b; i < e; ++i) {stmt}\n    }}")
-    else:
-        loop = f"    #pragma omp parallel for{simd} schedule(static)\n    for (int64_t i = 0; i < n; ++i) {stmt}"
+    # the launch knobs (threads, schedule, simd, block) are read from _CFG at call time: one build serves them all
+    loop = f"""    const Cfg CF = cfg_of(C, CF_WORK(n));
+    if (CF.blk > 0) {{
+        const int64_t nb = (n + CF.blk - 1) / CF.blk;
+        PAR_FOR
+        for (int64_t b = 0; b < nb; ++b) {{
+            const int64_t e = std::min(n, (b + 1) * CF.blk);
+            if (CF.simd) {{
+                _Pragma("omp simd")
+                for (int64_t i = b * CF.blk; i < e; ++i) {stmt}
+            }} else {{
+                for (int64_t i = b * CF.blk; i < e; ++i) {stmt}
+            }}
+        }}
+    }} else if (CF.simd) {{
+        _Pragma("omp parallel for simd num_threads(CF.nth) schedule(runtime)")
+        for (int64_t i = 0; i < n; ++i) {stmt}
+    }} else {{
+        PAR_FOR
+        for (int64_t i = 0; i < n; ++i) {stmt}
+    }}"""
     source = f"""#include <torch/extension.h>
 #include <algorithm>
 #include <cmath>
+#include <vector>
+{raw("cpp_cfg.cpp.tmpl")}
+#define CF_WORK(n) (C[5] > 0 ? ((n) + C[5] - 1) / C[5] : (n))
 
 {fn}
 void ew_forward({', '.join(params)}) {{
@@ -373,6 +394,7 @@ _ext = load_inline(
     extra_ldflags=["-fopenmp"],
 )
 
+{cpp_launch.cfg_line(knobs)}
 _AXES = {_axes(chain)}  # per operand: None = the output's shape, else the one axis it varies along
 _FULL = {full_idx}
 {_PY_SHAPES}
@@ -380,11 +402,13 @@ _FULL = {full_idx}
 def _fused(tensors, scalars):
     out, flat, dims, _ = _operands(tensors, lambda t: t.device.type == "cpu")
     if out.numel():
-        _ext.ew_forward(out, *flat, *[float(s) for s in scalars], *dims)
+        _ext.ew_forward(out, *flat, *[float(s) for s in scalars], *dims, _CFG)
     return out
 '''
     summary = (f"An OpenMP C++ loop (load_inline) computes the fused chain in one pass"
-               f"{' with omp simd' if simd else ''}{', in blocks of ' + str(knobs['block']) if knobs['block'] else ''}.")
+               f"{' with omp simd' if simd else ''}{', in blocks of ' + str(knobs['block']) if knobs['block'] else ''}"
+               f"{', one thread' if knobs.get('threads') == 'one' else ''}"
+               f"{', ' + knobs['sched'] + ' schedule' if knobs.get('sched', 'static') != 'static' else ''}.")
     return frame(pattern, "cpp", FAMILY, knobs, summary, body_py, _forward(pattern, chain, bias_in_gemm),
                  "import math\n\nfrom torch.utils.cpp_extension import load_inline")
 

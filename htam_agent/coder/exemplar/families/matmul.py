@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..common import NEXT, Knobs, ext_name, frame
+from ..common import MAX_VARIANTS, NEXT, Knobs, ext_name, frame
 from ..spec import Pattern
 
 FAMILY = "matmul"
@@ -91,7 +91,7 @@ def curated(pattern: Pattern, backend: str) -> list[Knobs]:
             add(block=b, vec=8)
         add(block=64, vec=8, march="native")
         add(block=128, vec=8, march="native")
-    return out[:24]
+    return out[:MAX_VARIANTS]
 
 
 def _py_wrapper(batched: bool, device_ok: str, launch: str) -> str:

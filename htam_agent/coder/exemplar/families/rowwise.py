@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..common import NEXT, Knobs, Variants, ext_name, frame, prefix_lines
+from ..common import MAX_VARIANTS, NEXT, Knobs, Variants, ext_name, frame, prefix_lines
 from ..ops import c_function, tl_body
 from ..spec import Pattern
 
@@ -108,7 +108,7 @@ def curated(pattern: Pattern, backend: str) -> list[Knobs]:
         add(**on)
         add(vec=8, **on)
         add(vec=8, march="native", **on)
-    return out[:24]
+    return out[:MAX_VARIANTS]
 
 
 def _uses_rb(pattern: Pattern, knobs: Knobs) -> bool:

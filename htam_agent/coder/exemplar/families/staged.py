@@ -10,7 +10,8 @@ and splits long reductions over several blocks with a second combining kernel.
 Knobs (cuda): threads per block, the mapping of reductions (auto by shape, or forced thread/warp/block),
 splitting long reductions, one-pass (shifted) vs two-pass statistics, fast exp/log, elements per thread of
 the map kernels, grid-stride launch, and moving the GEMM/conv bias into the first stage. cpp: OpenMP loops
-of the same arithmetic (how the CPU tests check it), with omp simd and -march=native.
+of the same arithmetic with the cpp backend's launch knobs (cpp_launch.py: threads, schedule, omp simd,
+accumulators, loop order; read at call time, so they share one build) and -march=native.
 
 This module holds the family's space, default, moves and curated variants, and assembles the file; each stage
 kind's kernels and launch lines come from its emitter (`stages/<kind>.py`) and templates (`templates/`).
@@ -18,10 +19,12 @@ kind's kernels and launch lines come from its emitter (`stages/<kind>.py`) and t
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ...base import UnsupportedTask
-from ..common import NEXT, Knobs, Variants, ext_name, frame
+from .. import cpp_launch
+from ..common import MAX_VARIANTS, NEXT, Knobs, Variants, ext_name, frame
 from ..program import E, Program, Stage, replace
 from ..spec import Pattern
 from ..stages import emitter
@@ -63,12 +66,31 @@ def space(pattern: Pattern, backend: str) -> dict[str, tuple[Any, ...]]:
             s["grid"] = ("flat", "stride")
         s["fast_math"] = (False, True)
     else:
-        s = {"simd": (False, True), "march": ("generic", "native")}
+        s = {**cpp_launch.launch_space(), "march": ("generic", "native")}
+        if _has(p, "map") or _has(p, "norm"):
+            s["simd"] = (False, True)
+        if _has(p, "reduce"):
+            s["acc"] = (1, 4)
+        if _strided_reduction(p):
+            s["order"] = ("row", "tile")
     if _has(p, "norm", ("standardize",)):
         s["passes"] = ("one_pass", "two_pass")
     if _bias_movable(p):
         s["bias"] = ("gemm", "epilogue")
     return s
+
+
+def _strided_reduction(p: Program) -> bool:
+    """A reduce stage that keeps the input's last dim (so its reads leave an inner stride, K2 > 1) at the traced
+    shapes: the one case where the cpp kernel's tile loop order reads memory differently (elsewhere it would
+    be a name, not a variant). Read from the traced shapes, since the dims are often runtime expressions."""
+    for st in p.stages:
+        if st.kind != "reduce" or st.params.get("form") in ("B", "G") or st.params.get("op") == "meanvar":
+            continue
+        shape, out = tuple(st.inp.shape or ()), tuple(st.out_shape or ())
+        if shape and out and shape[-1] > 1 and out[-1] == shape[-1] and math.prod(out) < math.prod(shape):
+            return True
+    return False
 
 
 def default(pattern: Pattern, backend: str) -> Knobs:
@@ -87,12 +109,14 @@ def moves(backend: str) -> dict[str, Knobs]:
         "pm_block_reduce_shuffle": {"mapping": "block"},
         "pm_two_pass_reduction": {"passes": "two_pass"},
         "fr_welford_norm": {"passes": "one_pass"},
-        "pm_grid_stride_loop": {"grid": "stride"},
+        "pm_grid_stride_loop": {"grid": "stride", "sched": "dynamic"},
         "lo_persistent_kernel": {"grid": "stride"},
         "oc_thread_coarsening": {"unroll": 4},
-        "it_multiple_accumulators": {"unroll": 4},
+        "it_multiple_accumulators": {"unroll": 4, "acc": 4},
+        "ma_coalesced_layout": {"order": "tile"},
+        "ma_avoid_redundant_loads": {"order": "tile"},
         "oc_block_size": {"block": NEXT},
-        "oc_autotune_dispatch": {"block": NEXT},
+        "oc_autotune_dispatch": {"block": NEXT, "sched": NEXT},
         "oc_launch_bounds_registers": {"block": NEXT},
         "it_fast_math_intrinsics": {"fast_math": True, "march": "native"},
         "fr_epilogue_fusion": {"bias": "epilogue"},
@@ -101,24 +125,24 @@ def moves(backend: str) -> dict[str, Knobs]:
         "ma_vectorized_loads": {"simd": True, "unroll": 4},
         "pm_split_k": {"split": True},
         "pm_parallel_scan": {"mapping": "block"},
-        "oc_wave_quantization": {"split": True, "grid": "stride"},
-        "lo_small_problem_path": {"split": False},
+        "oc_wave_quantization": {"split": True, "grid": "stride", "sched": "guided"},
+        "lo_small_problem_path": {"split": False, "threads": "one"},
     }
 
 
-DIRECTION_MOVES: dict[str, Knobs] = {
+DIRECTION_MOVES: dict[str, Knobs] = {  # cpp: knobs absent from a backend's space are ignored
     "memory_access": {"unroll": NEXT, "simd": NEXT},
-    "parallel_mapping": {"mapping": NEXT, "split": NEXT},
-    "occupancy_tuning": {"block": NEXT},
-    "instruction_throughput": {"fast_math": NEXT, "march": NEXT},
+    "parallel_mapping": {"mapping": NEXT, "split": NEXT, "order": NEXT},
+    "occupancy_tuning": {"block": NEXT, "sched": NEXT},
+    "instruction_throughput": {"fast_math": NEXT, "march": NEXT, "acc": NEXT},
     "fusion_restructuring": {"bias": NEXT, "passes": NEXT},
-    "launch_overhead": {"grid": NEXT, "split": NEXT},
-    "data_reuse": {"passes": NEXT},
+    "launch_overhead": {"grid": NEXT, "split": NEXT, "threads": NEXT},
+    "data_reuse": {"passes": NEXT, "order": NEXT},
 }
 
 
 def curated(pattern: Pattern, backend: str) -> list[Knobs]:
-    """The default first, then single knob changes, then a few combinations (<= 24)."""
+    """The default first, then single knob changes, then a few combinations (at most MAX_VARIANTS)."""
     base = default(pattern, backend)
     sp = space(pattern, backend)
     variants = Variants(base, sp)
@@ -134,8 +158,8 @@ def curated(pattern: Pattern, backend: str) -> list[Knobs]:
         add(fast_math=True, grid="stride", unroll=4, block=512)
         add(fast_math=True, passes="two_pass", bias="epilogue")
     else:
-        add(simd=True, march="native", bias="epilogue")
-    return out[:24]
+        return cpp_launch.curated(base, sp, ("simd", "march", "acc", "order", "passes", "bias"))
+    return out[:MAX_VARIANTS]
 
 
 # ------------------------------------------------------------------------------------------------ emitting
@@ -272,7 +296,7 @@ def _cpp(pattern: Pattern, knobs: Knobs) -> str:
         fn, launcher = _cpp_stage(program, st, k, knobs)
         fns.append(fn)
         launchers.append(launcher)
-    source = raw("cpp_head.cpp.tmpl") + raw("common.c.tmpl") + "\n" + "\n".join(fns)
+    source = raw("cpp_head.cpp.tmpl") + raw("cpp_cfg.cpp.tmpl") + raw("common.c.tmpl") + "\n" + "\n".join(fns)
     flags = ["-O3", "-fopenmp"] + (["-march=native"] if knobs.get("march") == "native" else [])
     body = f'''_CPP_SOURCE = r"""
 {source}"""
@@ -285,10 +309,15 @@ _ext = load_inline(
     extra_ldflags=["-fopenmp"],
 )
 {raw("runtime.py.tmpl")}
+{cpp_launch.cfg_line(knobs)}
 
 ''' + "\n\n".join(launchers)
     summary = (f"OpenMP C++ loops (load_inline), one per stage ({', '.join(program.stage_kinds())}), "
-               f"with double accumulators{', omp simd' if knobs.get('simd') else ''}.")
+               f"with double accumulators{', omp simd' if knobs.get('simd') else ''}"
+               f"{', 4 independent accumulators per reduction' if knobs.get('acc', 1) > 1 else ''}"
+               f"{', strided reductions swept in tiles of 64 outputs' if knobs.get('order') == 'tile' else ''}"
+               f"{', one thread' if knobs.get('threads') == 'one' else ''}"
+               f"{', ' + knobs['sched'] + ' schedule' if knobs.get('sched', 'static') != 'static' else ''}.")
     return frame(pattern, "cpp", FAMILY, knobs, summary, body, _forward(program, moved),
                  "import math\n\nfrom torch.utils.cpp_extension import load_inline")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..program import Stage
-from ..templating import fill
+from ..templating import fill, raw
 from .base import StageCtx
 
 KIND = "map"
@@ -35,8 +35,8 @@ def cuda_launch(ctx: StageCtx) -> list[str]:
 
 
 def cpp_body(ctx: StageCtx) -> str:
-    return fill("map.cpp.tmpl", "body", simd_clause=" simd" if ctx.knobs.get("simd") else "")
+    return raw("map.cpp.tmpl", "body")
 
 
 def cpp_launch(ctx: StageCtx) -> list[str]:
-    return [f"    _ext.stage{ctx.k}(out, T, sargs, eargs, [n])"]
+    return [f"    _ext.stage{ctx.k}(out, T, sargs, eargs, [n], _CFG)"]

@@ -77,18 +77,17 @@ def cuda_launch(ctx: StageCtx) -> list[str]:
 
 def cpp_body(ctx: StageCtx) -> str:
     st, f = ctx.stage, "norm.cpp.tmpl"
-    simd = "        #pragma omp simd\n" if ctx.knobs.get("simd") else ""
     which = _which(st)
     if _online(st):
         stats = raw(f, "stats_online") + raw(f, f"finish_{which}")
     elif ctx.knobs.get("passes") == "two_pass":
-        stats = fill(f, "stats_two_pass", simd=simd)
+        stats = raw(f, "stats_two_pass")
     else:
         stats = raw(f, "stats_one_pass")
-    return fill(f, "body", stats=stats, simd=simd, val=raw(f, f"val_{which}"))
+    return fill(f, "body", stats=stats, val=raw(f, f"val_{which}"))
 
 
 def cpp_launch(ctx: StageCtx) -> list[str]:
     form_b = int(ctx.stage.params.get("form") == "B")
     return ["    eps = float(P[1]) if len(P) > 1 else 0.0",
-            f"    _ext.stage{ctx.k}(out, T, sargs + [eps], eargs, [K, R, K2, {form_b}, *_magic(K2)])"]
+            f"    _ext.stage{ctx.k}(out, T, sargs + [eps], eargs, [K, R, K2, {form_b}, *_magic(K2)], _CFG)"]

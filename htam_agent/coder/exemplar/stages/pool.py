@@ -47,4 +47,4 @@ def cpp_body(ctx: StageCtx) -> str:
 def cpp_launch(ctx: StageCtx) -> list[str]:
     return ["    inc = int(bool(P[5])) if len(P) > 5 else 1",
             "    div = int(P[6]) if len(P) > 6 and P[6] else 0",
-            f"    _ext.stage{ctx.k}(out, T, sargs, eargs, [*geo, inc, div, n])"]
+            f"    _ext.stage{ctx.k}(out, T, sargs, eargs, [*geo, inc, div, n], _CFG)"]

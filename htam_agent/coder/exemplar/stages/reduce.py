@@ -85,7 +85,8 @@ def cpp_body(ctx: StageCtx) -> str:
     out_t = "int64_t" if st.out_dtype == "long" else "float"
     n = len(ctx.em.tslots)
     bn_pre = fill("reduce.cpp.tmpl", "bn_pre", rm=n, rv=n + 1) if _bn(st) else ""
-    return fill("reduce.cpp.tmpl", "body", bn_pre=bn_pre, out_t=out_t, fin=_fin(st, "        ", out_t, "s.c") + "\n")
+    return fill("reduce.cpp.tmpl", "body", bn_pre=bn_pre, out_t=out_t, fin=_fin(st, " " * 12, out_t, "s.c") + "\n",
+                fin_tile=_fin(st, " " * 16, out_t, "s.c") + "\n")
 
 
 def cpp_launch(ctx: StageCtx) -> list[str]:
@@ -94,5 +95,5 @@ def cpp_launch(ctx: StageCtx) -> list[str]:
     if _bn(st):
         return _bn_launch(False) + [
             "    rs = [bn.running_mean, bn.running_var] if upd else [out, out]",
-            f"    _ext.stage{k}(out, T + rs, sargs + [float(mom)], eargs, [K, R, K2, {form_b}, upd, *_magic(K2)])"]
-    return [f"    _ext.stage{k}(out, T, sargs, eargs, [K, R, K2, {form_b}, *_magic(K2)])"]
+            f"    _ext.stage{k}(out, T + rs, sargs + [float(mom)], eargs, [K, R, K2, {form_b}, upd, *_magic(K2)], _CFG)"]
+    return [f"    _ext.stage{k}(out, T, sargs, eargs, [K, R, K2, {form_b}, *_magic(K2)], _CFG)"]

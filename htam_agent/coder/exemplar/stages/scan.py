@@ -45,4 +45,4 @@ def cpp_body(ctx: StageCtx) -> str:
 
 
 def cpp_launch(ctx: StageCtx) -> list[str]:
-    return [f"    _ext.stage{ctx.k}(out, T, sargs, eargs, [K, R, K2])"]
+    return [f"    _ext.stage{ctx.k}(out, T, sargs, eargs, [K, R, K2], _CFG)"]
