@@ -106,7 +106,8 @@ def main() -> None:
     seeds = tuple(int(s) for s in args.seeds.split(","))
     ks = [int(k) for k in args.ks.split(",")]
     det_seeds = tuple(int(x) for x in (args.det_seeds or args.seeds).split(","))
-    base = RunContext.from_env(backend="cuda", coder="exemplar", max_repairs=0, evaluation="replay")
+    base = RunContext.from_env(backend="cuda", coder="exemplar", max_repairs=0, evaluation="replay",
+                               shipped_memory=False)  # lanes start from what they learn here
     print(f"{len(tasks)} problems: train {len(train)}, test {len(test)}")
     print("train:", ", ".join(t.id for t in train))
     print("test: ", ", ".join(t.id for t in test))

@@ -80,6 +80,7 @@ _ENV: dict[str, tuple[str, Callable[[str], Any]]] = {
     "memory_dir": ("HTAM_MEMORY_DIR", str),
     "chroma_url": ("HTAM_CHROMA_URL", str),
     "memory_namespace": ("HTAM_MEMORY_NAMESPACE", str),
+    "shipped_memory": ("HTAM_SHIPPED_MEMORY", _boolean),
     "runs_dir": ("HTAM_RUNS_DIR", str),
     "keep_checkpoints": ("HTAM_KEEP_CHECKPOINTS", _boolean),
     "compile_timeout_s": ("HTAM_COMPILE_TIMEOUT", float),
@@ -142,6 +143,9 @@ class RunContext:
     chroma_url: str | None = None
     #: prefix of the Chroma collections: separates memories that share one Chroma server (bench methods)
     memory_namespace: str | None = None
+    #: load the experience shipped for the run's backend into a memory with none of the user's own on it
+    #: (memory/shipped.py; HTAM_SHIPPED_MEMORY); benches turn it off, their lanes start from what they trained
+    shipped_memory: bool = True
     runs_dir: str | None = None       # None: default_runs_dir()
     #: keep every checkpoint of a finished run (time travel in LangGraph Studio); by default only the last
     #: one stays, which is all `--resume` needs (a 6-step run folder measured 2.3 MB before, 0.32 MB after)

@@ -84,6 +84,11 @@ def run_optimization(task_path: str | Path, ctx: RunContext | None = None, *, ch
     if resume:
         info = art.read_run()
         task_path, task_name = info["task_path"], info["task_name"]
+    line = memory_line(ctx)
+    if line:
+        art.event({"event": "memory", "line": line})
+        if on_event:
+            on_event({"event": "memory", "line": line})
     conn, saver = _saver(art.checkpoint_path)
     with closing(conn):
         graph = compile_graph(checkpointer=saver)
@@ -115,6 +120,27 @@ def run_optimization(task_path: str | Path, ctx: RunContext | None = None, *, ch
         if not ctx.keep_checkpoints and (art.root / "result.json").exists():
             prune_checkpoints(conn, run_id)
     return RunResult.from_dict(json.loads((art.root / "result.json").read_text()))
+
+
+def memory_line(ctx: RunContext) -> str | None:
+    """The run's one line on its memory: where its experience comes from (shipped with the package, the user's
+    own); loads the shipped experience first when the memory has none of the user's own on this backend
+    (memory/shipped.py). None without a memory. A memory that cannot be opened is left to the nodes' errors."""
+    from htam_agent.memory.transitions import MemoryStoreError
+    from htam_agent.run.resources import memory_for
+
+    if not ctx.uses_memory:
+        return None
+    try:
+        mem = memory_for(ctx)
+        if mem is None:
+            return None
+        from htam_agent.memory.shipped import prepare
+
+        return prepare(mem, ctx.backend, enabled=ctx.shipped_memory and ctx.learn)
+    except MemoryStoreError as exc:
+        log.warning("memory: %s", exc)
+        return None
 
 
 def prune_checkpoints(conn: sqlite3.Connection, thread_id: str) -> int:

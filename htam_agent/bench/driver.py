@@ -129,10 +129,11 @@ def plan(config: BenchConfig, tasks: list[BenchTask] | None = None) -> list[Unit
         for method in methods:
             for seed in config.seeds:
                 lane = f"{method.name}-s{seed}"
-                # each lane learns alone: its own folder, and its own collections on a shared Chroma server
+                # each lane learns alone: its own folder, and its own collections on a shared Chroma server;
+                # it starts from what it learns (no shipped experience: the bench compares methods from empty)
                 ctx = method.context(config.base, config.budget).with_(
                     seed=seed, memory_dir=str(root / "memory" / lane), runs_dir=str(root / "runs" / lane),
-                    memory_namespace=namespace(root, lane))
+                    memory_namespace=namespace(root, lane), shipped_memory=False)
                 run_id = _slug(f"{task.id}--{lane}-b{config.budget}")
                 units.append(Unit(task, method, seed, config.budget, ctx, run_id))
     return units

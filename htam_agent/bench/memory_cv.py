@@ -233,7 +233,7 @@ def _ctx(method: CVMethod, budget: int, k: int, seed: int, learn: bool, memory_d
         backend=backend, coder="exemplar", evaluation="replay", size=None if size == "default" else size,
         max_repairs=0, steps=max(1, budget // k), candidates=k, max_evaluations=budget, seed=seed,
         learn=learn and sw["memory_mode"] != "none", memory_dir=str(memory_dir) if memory_dir else None,
-        runs_dir=str(runs_dir), tags=("memory-cv", f"method:{method.name}"), **sw)
+        runs_dir=str(runs_dir), tags=("memory-cv", f"method:{method.name}"), shipped_memory=False, **sw)
 
 
 class Results:
@@ -313,12 +313,41 @@ def _one_run(path: Path, ctx: Any, gateway: Any, run_id: str, keep: bool) -> dic
     }
 
 
+def replay_gateway(table: Table, kb: str | Path) -> Any:
+    """The gateway that answers every evaluation of the table's problems (files KB/<problem>.py) from the table."""
+    from .replay import TableGateway
+
+    backend = next(iter(table)).backend
+    return TableGateway(table, backend, problems={str(task_path(kb, p)): p for p in problem_classes(table)})
+
+
+def train_lane(gateway: Any, method: CVMethod, problems: Sequence[str], lane_dir: Path, runs_dir: Path,
+               kb: str | Path, *, keep_runs: bool = False, log: Callable[[str], None] = print, tag: str = ""
+               ) -> int:
+    """Train one lane from scratch: wipe `lane_dir`, then run each problem in the given order at the training
+    budget (TRAIN_BUDGET evaluations, K=TRAIN_K), learning on, every evaluation answered by `gateway`. The same
+    code trains the protocol's lanes and the memory that ships (bench/shipped_memory.py). Returns the runs."""
+    from htam_agent.run.resources import clear_cache
+
+    table = gateway.table
+    backend = gateway.backend
+    sizes = {r.problem: r.size for r in table}
+    shutil.rmtree(lane_dir, ignore_errors=True)
+    lane_dir.mkdir(parents=True)
+    tag = tag or method.name
+    for i, p in enumerate(problems, 1):
+        ctx = _ctx(method, TRAIN_BUDGET, TRAIN_K, DET_SEED, True, lane_dir, runs_dir, backend, sizes[p])
+        r = _one_run(task_path(kb, p), ctx, gateway, f"train-{method.name}-{p.replace('/', '_')}", keep_runs)
+        log(f"[{tag}] train {i}/{len(problems)} {p}: {_fmt(r['speedup_eager'])} ({r['wall_s']:.1f} s)"
+            + (f", {r['not_evaluated']} step(s) not evaluated" if r["not_evaluated"] else ""))
+    clear_cache()
+    return len(problems)
+
+
 def run_unit(cfg: CVConfig, unit: Unit) -> dict[str, Any]:
     """Train (if needed) and test one unit; resumable: a lane is trained once (a half-trained lane is wiped and
     trained again, so no killed run counts twice), and test runs already recorded are skipped."""
     from htam_agent.run.resources import clear_cache
-
-    from .replay import TableGateway
 
     table = load_table(cfg.table)
     folds = load_or_draw_folds(table, cfg.folds_path, draw=False)
@@ -326,7 +355,7 @@ def run_unit(cfg: CVConfig, unit: Unit) -> dict[str, Any]:
     classes = problem_classes(table)
     backend = next(iter(table)).backend
     sizes = {r.problem: r.size for r in table}
-    gateway = TableGateway(table, backend, problems={str(task_path(cfg.kb, p)): p for p in classes})
+    gateway = replay_gateway(table, cfg.kb)
     test = sorted(p for p, f in folds.items() if f == unit.fold)
     train = sorted(p for p, f in folds.items() if f != unit.fold)
     tag = f"fold {unit.fold} {unit.lane or 'no memory'}"
@@ -337,16 +366,8 @@ def run_unit(cfg: CVConfig, unit: Unit) -> dict[str, Any]:
     if unit.lane is not None:
         marker = lane_dir / "TRAINED.json"
         if not marker.exists():
-            shutil.rmtree(lane_dir, ignore_errors=True)
-            lane_dir.mkdir(parents=True)
-            m = METHODS[unit.lane]
-            for i, p in enumerate(train, 1):
-                ctx = _ctx(m, TRAIN_BUDGET, TRAIN_K, DET_SEED, True, lane_dir, runs_dir, backend, sizes[p])
-                r = _one_run(task_path(cfg.kb, p), ctx, gateway, f"train-{unit.lane}-{p.replace('/', '_')}",
-                             cfg.keep_runs)
-                stats["train_runs"] += 1
-                cfg.log(f"[{tag}] train {i}/{len(train)} {p}: {_fmt(r['speedup_eager'])} ({r['wall_s']:.1f} s)")
-            clear_cache()
+            stats["train_runs"] += train_lane(gateway, METHODS[unit.lane], train, lane_dir, runs_dir, cfg.kb,
+                                              keep_runs=cfg.keep_runs, log=cfg.log, tag=tag)
             marker.write_text(json.dumps({"events": memory_events(lane_dir), "problems": train,
                                           "budget": TRAIN_BUDGET, "k": TRAIN_K}) + "\n")
     results = Results(out)
@@ -569,4 +590,5 @@ def plot(summary: dict[str, Any], path: str | Path) -> Path:
 
 __all__ = ["BUDGETS", "CVConfig", "CVMethod", "KS", "LANES", "METHODS", "N_FOLDS", "PROTOCOL_SEED", "ProtocolError",
            "assign_folds", "bootstrap_ci", "default_folds_path", "load_or_draw_folds", "paired_ratio_ci", "plot",
-           "randomize_export", "randomized_copy", "report_lines", "run_cv", "run_unit", "summarize"]
+           "randomize_export", "randomized_copy", "replay_gateway", "report_lines", "run_cv", "run_unit", "summarize",
+           "train_lane"]

@@ -16,6 +16,7 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.table import Table
+from rich.text import Text
 
 from htam_agent.backend_registry import choices
 
@@ -30,12 +31,15 @@ class ProgressView:
         self.rows: dict[int, dict[str, Any]] = {}
         self.best: float | None = None
         self.status = "starting"
+        self.memory = ""  # where the memory's experience comes from (shipped, the user's own)
 
     def on_event(self, ev: dict[str, Any]) -> None:
         kind, step = ev.get("event"), ev.get("step")
         row = self.rows.setdefault(step, {"direction": "", "strategies": "", "cands": {}, "speedup": None}) \
             if step is not None else None
-        if kind == "analyze" and row is not None:
+        if kind == "memory":
+            self.memory = str(ev.get("line") or "")
+        elif kind == "analyze" and row is not None:
             self.status = f"step {step}: {ev['op_class']} operator, {ev['bottleneck']}-bound, {ev['status']}"
         elif kind == "direction" and row is not None:
             row["direction"] = ev.get("direction") or "-"
@@ -69,7 +73,10 @@ class ProgressView:
             sp = row["speedup"]
             t.add_row(str(step), row["direction"], row["strategies"], cands, f"{sp:.2f}x" if sp else "-")
         best = f"{self.best:.2f}x over eager" if self.best else "none yet"
-        return Panel(Group(t, f"[bold]best so far:[/bold] {best}", f"[dim]{self.status}[/dim]"), title=self.title)
+        lines = [t, f"[bold]best so far:[/bold] {best}", f"[dim]{self.status}[/dim]"]
+        if self.memory:
+            lines.append(Text(self.memory, style="dim"))  # plain text: the line names files and commands
+        return Panel(Group(*lines), title=self.title)
 
 
 def ask_person(payload: dict[str, Any]) -> dict[str, Any]:

@@ -253,8 +253,22 @@ class HTAMemory:
         return import_memory(self.transitions, self.catalog, path)
 
     def reset(self) -> None:
-        """Forget all learned experience (events, learned strategies, notes); the seed knowledge stays."""
+        """Forget all learned experience (events, learned strategies, notes), the user's own and the shipped
+        (memory/shipped.py); the seed knowledge stays."""
         self.transitions.reset()
+        self.reindex()
+
+    def forget(self, origin: str, backend: str | None = None) -> tuple[int, int]:
+        """Forget one origin's experience, 'shipped' or 'own' (of one backend, or all); the other stays as it was.
+        Returns (events, learned strategies) forgotten."""
+        removed = self.transitions.forget_origin(origin, backend)
+        if any(removed):
+            self.reindex()
+        return removed
+
+    def reindex(self) -> None:
+        """Empty the Chroma side after experience was taken out of the log: the notes and learned cards of what
+        is left are indexed again on the next retrieval (the seed strategies too, a few seconds)."""
         self._synced = None
         if self._store is not None or self.config.chroma_url or self.config.chroma_path.exists():
             self.strategy_store(sync=False).reset()

@@ -307,7 +307,22 @@ class SharedTransitionStore(TransitionStore):
             self._start_over(c, str(col.id), keep_outbox=False)
         self._col = col
 
+    def forget_origin(self, origin: str, backend: str | None = None) -> tuple[int, int]:
+        raise MemoryStoreError(
+            f"the memory is shared through {self.server.url}, whose log is append-only: one origin's experience "
+            "cannot be taken out of it; `htam memory reset` resets the whole shared log")
+
+    def replace_shipped(self, backend: str, events: Sequence[Event], learned: Sequence[tuple[str, str, float]],
+                        loaded_as: str) -> tuple[int, int, int]:
+        raise MemoryStoreError(
+            f"the memory is shared through {self.server.url}: shipped experience is loaded into a memory folder "
+            "only; to share it, `htam memory import` the shipped file (its events keep their shipped names)")
+
     # -- reads see the server's log --------------------------------------------------------------------
+
+    def origin_counts(self) -> dict[tuple[str, str], int]:
+        self.sync()
+        return super().origin_counts()
 
     def index(self) -> TransitionIndex:
         self.sync()

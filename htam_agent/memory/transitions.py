@@ -21,6 +21,7 @@ database (shared_log.SharedTransitionStore, a replica of a server's log with its
 
 from __future__ import annotations
 
+import json
 import math
 import secrets
 import sqlite3
@@ -49,6 +50,12 @@ from .stats import TransitionIndex
 #: Version of the SQLite layout; a store of another version is refused, never rewritten in place.
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 30_000
+#: Experience shipped with the package (memory/shipped.py) is kept in the same log under its own names: event uids
+#: start with SHIPPED_UID, learned strategy ids with SHIPPED_CARD. The origin is part of the identity, so it
+#: survives export, import and a shared server's log, needs no new column (schema version 1 stays readable both
+#: ways), and a user's own uid (uuid4 hex or run:step) or card id (learned-...) can never collide with it.
+SHIPPED_UID = "shipped:"
+SHIPPED_CARD = "shipped-"
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -287,6 +294,38 @@ class TransitionStore:
             clear_experience(c)
             self.forget_index()
 
+    def forget_origin(self, origin: str, backend: str | None = None) -> tuple[int, int]:
+        """Forget the events and learned strategies of one origin ('shipped' or 'own'), of one backend or all;
+        the other origin stays as it was. Returns (events, learned strategies) removed."""
+        with self.transaction() as c:
+            removed = clear_origin(c, origin, backend)
+            if any(removed):
+                self.forget_index()
+        return removed
+
+    def replace_shipped(self, backend: str, events: Sequence[Event], learned: Sequence[tuple[str, str, float]],
+                        loaded_as: str) -> tuple[int, int, int]:
+        """Put a backend's shipped experience in place of the one held (one transaction: all or nothing); every
+        event uid and card id must carry the shipped prefix, so the user's own experience is never touched.
+        ``loaded_as`` (the shipped file's digest) is kept in meta ``shipped:loaded:<backend>`` in the same commit.
+        Returns (events removed, events added, learned strategies added)."""
+        bad = [e.uid for e in events if not e.uid.startswith(SHIPPED_UID)] + \
+            [sid for sid, _js, _ts in learned if not sid.startswith(SHIPPED_CARD)]
+        if bad:
+            raise ValueError(f"shipped experience must use shipped names (uids {SHIPPED_UID}..., ids "
+                             f"{SHIPPED_CARD}...): {bad[:3]}")
+        with self.transaction() as c:
+            removed, _ = clear_origin(c, "shipped", backend)
+            new = insert_events(c, events)
+            changed = upsert_learned(c, learned, ties_win=True)
+            put_meta(c, f"shipped:loaded:{backend}", loaded_as)
+            self.on_write(c, new, changed)
+            if removed:
+                self.forget_index()
+        if new or changed:
+            self.after_write()
+        return removed, len(new), len(changed)
+
     # -- for a store with more tables in the same database (shared_log) ----------------------------------
 
     def on_write(self, c: sqlite3.Connection, events: list[Event], learned: list[tuple[str, str, float]]) -> None:
@@ -400,6 +439,14 @@ class TransitionStore:
                 note=d["note"], state_text=d["state_text"], task_id=d["task_id"], run_id=d["run_id"])))
         return out
 
+    def origin_counts(self) -> dict[tuple[str, str], int]:
+        """(origin, backend) -> events: 'shipped' (loaded from the package) or 'own' (this user's steps and
+        imports)."""
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {_ORIGIN_SQL}, backend, count(*) FROM events GROUP BY 1, 2").fetchall()
+        return {(str(o), str(b)): int(n) for o, b, n in rows}
+
     def learned_strategies(self) -> list[tuple[str, str, float]]:
         with self._lock:
             return [(r[0], r[1], r[2]) for r in
@@ -456,8 +503,51 @@ def clear_experience(c: sqlite3.Connection) -> None:
     c.execute("DELETE FROM events")
     c.execute("DELETE FROM learned_strategies")
     c.execute("DELETE FROM meta WHERE key LIKE 'watermark:%'")
+    c.execute("DELETE FROM meta WHERE key LIKE 'shipped:loaded:%'")  # shipped experience loads again, as fresh
     c.execute("UPDATE meta SET value=? WHERE key='generation'", (secrets.token_hex(8),))
     _bump_learned(c)
+
+
+def origin_of(uid_or_id: str) -> str:
+    """'shipped' for an event uid or learned strategy id from the package's shipped experience, else 'own'."""
+    return "shipped" if uid_or_id.startswith((SHIPPED_UID, SHIPPED_CARD)) else "own"
+
+
+_ORIGIN_SQL = f"CASE WHEN substr(uid, 1, {len(SHIPPED_UID)}) = '{SHIPPED_UID}' THEN 'shipped' ELSE 'own' END"
+
+
+def clear_origin(c: sqlite3.Connection, origin: str, backend: str | None = None) -> tuple[int, int]:
+    """Delete one origin's events and learned strategies (of one backend, or all) inside the caller's
+    transaction; when anything went, a new generation (readers rebuild their statistics) and the notes'
+    watermarks dropped (the notes index is rebuilt from what stays). Returns (events, learned) removed."""
+    if origin not in ("shipped", "own"):
+        raise ValueError(f"origin {origin!r}: expected 'shipped' or 'own'")
+    where = f"{_ORIGIN_SQL} = ?" + (" AND backend = ?" if backend else "")
+    ids = [r[0] for r in c.execute(f"SELECT id FROM events WHERE {where}", (origin, *([backend] if backend else [])))]
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        marks = ", ".join("?" * len(chunk))
+        c.execute(f"DELETE FROM event_strategies WHERE event_id IN ({marks})", chunk)
+        c.execute(f"DELETE FROM events WHERE id IN ({marks})", chunk)
+    cards = []
+    for sid, js in c.execute("SELECT id, json FROM learned_strategies").fetchall():
+        if origin_of(sid) != origin:
+            continue
+        if backend:
+            backends = (json.loads(js).get("applicability") or {}).get("backends") or []
+            if backend not in backends:
+                continue
+        cards.append(sid)
+    c.executemany("DELETE FROM learned_strategies WHERE id = ?", [(sid,) for sid in cards])
+    if origin == "shipped" and backend:
+        c.execute("DELETE FROM meta WHERE key = ?", (f"shipped:loaded:{backend}",))
+    elif origin == "shipped":
+        c.execute("DELETE FROM meta WHERE key LIKE 'shipped:loaded:%'")
+    if ids or cards:
+        c.execute("DELETE FROM meta WHERE key LIKE 'watermark:%'")
+        c.execute("UPDATE meta SET value=? WHERE key='generation'", (secrets.token_hex(8),))
+        _bump_learned(c)
+    return len(ids), len(cards)
 
 
 def put_meta(c: sqlite3.Connection, key: str, value: str) -> None:
