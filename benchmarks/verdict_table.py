@@ -71,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=2, help="timed verdicts per accepted variant (default 2)")
     ap.add_argument("--only", help="regex over 'levelN/stem': only these problems")
     ap.add_argument("--max-problems", type=int, default=0, help="stop after this many problems (0: all)")
+    ap.add_argument("--max-variants", type=int, default=0,
+                    help="only the first N curated variants of each problem (0: all; for trials of the job)")
     ap.add_argument("--size", default=None, help="the evaluator's size (default: small on cpp, else default)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/htam_verdict_table"),
                     help="where candidate files are written (default /tmp/htam_verdict_table)")
@@ -110,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             pattern = recognize(source, path.stem)
             cands = enumerate_candidates(source, args.backend, path.stem)
+            if args.max_variants:
+                cands = cands[:args.max_variants]
         except UnsupportedTask:
             continue
         n_problems += 1

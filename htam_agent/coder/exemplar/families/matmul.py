@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import cpp_launch
 from ..common import MAX_VARIANTS, NEXT, Knobs, ext_name, frame
 from ..spec import Pattern
+from ..templating import raw
 
 FAMILY = "matmul"
 _CUDA_TILES = ("16x16x16t1", "32x32x32t2", "64x64x16t4", "128x128x8t8")  # BMxBNxBK, t: per-thread TM = TN
@@ -23,7 +25,7 @@ def space(pattern: Pattern, backend: str) -> dict[str, tuple[Any, ...]]:
         return {"tile": _CUDA_TILES, "pad": (False, True), "swizzle": (False, True)}
     if backend == "triton":
         return {"tile": _TRITON_TILES, "group": (1, 8), "stages": (2, 3, 4), "warps": (4, 8)}
-    return {"block": _CPP_TILES, "vec": (1, 8), "march": ("generic", "native")}
+    return {"block": _CPP_TILES, "vec": (1, 8), **cpp_launch.launch_space(), "march": ("generic", "native")}
 
 
 def default(pattern: Pattern, backend: str) -> Knobs:
@@ -57,9 +59,9 @@ DIRECTION_MOVES: dict[str, Knobs] = {
     "memory_access": {"pad": NEXT, "vec": NEXT, "group": NEXT},
     "parallel_mapping": {"tile": NEXT, "block": NEXT},
     "instruction_throughput": {"tile": NEXT, "march": NEXT},
-    "occupancy_tuning": {"tile": NEXT, "warps": NEXT, "block": NEXT},
+    "occupancy_tuning": {"tile": NEXT, "warps": NEXT, "block": NEXT, "sched": NEXT},
     "fusion_restructuring": {"swizzle": NEXT, "group": NEXT, "block": NEXT},
-    "launch_overhead": {"swizzle": NEXT, "stages": NEXT, "march": NEXT},
+    "launch_overhead": {"swizzle": NEXT, "stages": NEXT, "march": NEXT, "threads": NEXT},
 }
 
 
@@ -87,10 +89,7 @@ def curated(pattern: Pattern, backend: str) -> list[Knobs]:
         add(tile="128x64x32", group=8, stages=3)
         add(tile="64x64x32", group=8, stages=4)
     else:
-        for b in _CPP_TILES:
-            add(block=b, vec=8)
-        add(block=64, vec=8, march="native")
-        add(block=128, vec=8, march="native")
+        return cpp_launch.curated(base, space(pattern, backend), ("block", "vec", "march"))
     return out[:MAX_VARIANTS]
 
 
@@ -269,58 +268,74 @@ def _mm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.
 
 def _cpp(pattern: Pattern, knobs: Knobs) -> str:
     blk = knobs["block"]
-    simd = "            #pragma omp simd\n" if knobs["vec"] > 1 else ""
-    if blk:
-        loop = f"""    #pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t z = 0; z < nb; ++z)
-    for (int64_t i0 = 0; i0 < M; i0 += {blk}) {{
-        const float* __restrict__ a = A + z * M * K;
-        const float* __restrict__ b = B + z * K * N;
-        float* __restrict__ c = C + z * M * N;
-        const int64_t i1 = std::min(M, i0 + (int64_t){blk});
-        for (int64_t i = i0; i < i1; ++i) std::fill(c + i * N, c + (i + 1) * N, 0.0f);
-        for (int64_t k0 = 0; k0 < K; k0 += {blk}) {{
-            const int64_t k1 = std::min(K, k0 + (int64_t){blk});
-            for (int64_t j0 = 0; j0 < N; j0 += {blk * 4}) {{
-                const int64_t j1 = std::min(N, j0 + (int64_t){blk * 4});
-                for (int64_t i = i0; i < i1; ++i)
-                    for (int64_t k = k0; k < k1; ++k) {{
-                        const float av = a[i * K + k];
-                        float* __restrict__ cr = c + i * N;
-                        const float* __restrict__ br = b + k * N;
-{simd.replace('            ', '                        ')}                        for (int64_t j = j0; j < j1; ++j) cr[j] += av * br[j];
-                    }}
-            }}
-        }}
-    }}"""
-    else:
-        loop = f"""    #pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t z = 0; z < nb; ++z)
-    for (int64_t i = 0; i < M; ++i) {{
-        const float* __restrict__ a = A + z * M * K;
-        const float* __restrict__ b = B + z * K * N;
-        float* __restrict__ cr = C + z * M * N + i * N;
-        std::fill(cr, cr + N, 0.0f);
-        for (int64_t k = 0; k < K; ++k) {{
-            const float av = a[i * K + k];
-            const float* __restrict__ br = b + k * N;
-{simd}            for (int64_t j = 0; j < N; ++j) cr[j] += av * br[j];
-        }}
-    }}"""
+    # block, simd, threads and schedule are read from _CFG at call time: one build per -march serves them all
+    loop = """    const Cfg CF = cfg_of(C, nb * M);
+    const int64_t blk = CF.blk;
+    if (blk > 0) {
+        const int64_t nbi = (M + blk - 1) / blk;
+        _Pragma("omp parallel for collapse(2) num_threads(CF.nth) schedule(runtime)")
+        for (int64_t z = 0; z < nb; ++z)
+        for (int64_t bi = 0; bi < nbi; ++bi) {
+            const int64_t i0 = bi * blk, i1 = std::min(M, i0 + blk);
+            const float* __restrict__ a = A + z * M * K;
+            const float* __restrict__ b = B + z * K * N;
+            float* __restrict__ c = Cm + z * M * N;
+            for (int64_t i = i0; i < i1; ++i) std::fill(c + i * N, c + (i + 1) * N, 0.0f);
+            for (int64_t k0 = 0; k0 < K; k0 += blk) {
+                const int64_t k1 = std::min(K, k0 + blk);
+                for (int64_t j0 = 0; j0 < N; j0 += blk * 4) {
+                    const int64_t j1 = std::min(N, j0 + blk * 4);
+                    for (int64_t i = i0; i < i1; ++i)
+                        for (int64_t k = k0; k < k1; ++k) {
+                            const float av = a[i * K + k];
+                            float* __restrict__ cr = c + i * N;
+                            const float* __restrict__ br = b + k * N;
+                            if (CF.simd) {
+                                _Pragma("omp simd")
+                                for (int64_t j = j0; j < j1; ++j) cr[j] += av * br[j];
+                            } else {
+                                for (int64_t j = j0; j < j1; ++j) cr[j] += av * br[j];
+                            }
+                        }
+                }
+            }
+        }
+    } else {
+        _Pragma("omp parallel for collapse(2) num_threads(CF.nth) schedule(runtime)")
+        for (int64_t z = 0; z < nb; ++z)
+        for (int64_t i = 0; i < M; ++i) {
+            const float* __restrict__ a = A + z * M * K;
+            const float* __restrict__ b = B + z * K * N;
+            float* __restrict__ cr = Cm + z * M * N + i * N;
+            std::fill(cr, cr + N, 0.0f);
+            for (int64_t k = 0; k < K; ++k) {
+                const float av = a[i * K + k];
+                const float* __restrict__ br = b + k * N;
+                if (CF.simd) {
+                    _Pragma("omp simd")
+                    for (int64_t j = 0; j < N; ++j) cr[j] += av * br[j];
+                } else {
+                    for (int64_t j = 0; j < N; ++j) cr[j] += av * br[j];
+                }
+            }
+        }
+    }"""
     source = f"""#include <torch/extension.h>
 #include <algorithm>
-
+#include <vector>
+{raw("cpp_cfg.cpp.tmpl")}
 // C[z] = A[z] @ B[z], i-k-j order so the inner loop streams rows of B and C
-void mm_forward(torch::Tensor At, torch::Tensor Bt, torch::Tensor Ct, int64_t nb, int64_t M, int64_t N, int64_t K) {{
+void mm_forward(torch::Tensor At, torch::Tensor Bt, torch::Tensor Ct, int64_t nb, int64_t M, int64_t N, int64_t K,
+                std::vector<int64_t> C) {{
     TORCH_CHECK(At.is_contiguous() && Bt.is_contiguous() && Ct.is_contiguous(), "contiguous tensors expected");
     const float* __restrict__ A = At.data_ptr<float>();
     const float* __restrict__ B = Bt.data_ptr<float>();
-    float* __restrict__ C = Ct.data_ptr<float>();
+    float* __restrict__ Cm = Ct.data_ptr<float>();
 {loop}
 }}
 """
     flags = ["-O3", "-fopenmp"] + (["-march=native"] if knobs["march"] == "native" else [])
-    launch = "    _ext.mm_forward(A, B, C, nb, M, N, K)\n"
+    launch = "    _ext.mm_forward(A, B, C, nb, M, N, K, _CFG)\n"
     body_py = f'''_CPP_SOURCE = r"""
 {source}"""
 
@@ -333,9 +348,14 @@ _ext = load_inline(
 )
 
 
+{cpp_launch.cfg_line(knobs)}
+
+
 {_py_wrapper(pattern.mm_batched, 't.device.type == "cpu"', launch)}'''
     summary = (f"An OpenMP C++ kernel (load_inline), i-k-j loop order{f', {blk}-wide cache blocks' if blk else ''}"
-               f"{', omp simd inner loop' if knobs['vec'] > 1 else ''}.")
+               f"{', omp simd inner loop' if knobs['vec'] > 1 else ''}"
+               f"{', one thread' if knobs.get('threads') == 'one' else ''}"
+               f"{', ' + knobs['sched'] + ' schedule' if knobs.get('sched', 'static') != 'static' else ''}.")
     return frame(pattern, "cpp", FAMILY, knobs, summary, body_py, _forward(pattern),
                  "from torch.utils.cpp_extension import load_inline")
 

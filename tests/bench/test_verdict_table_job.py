@@ -1,0 +1,79 @@
+"""benchmarks/verdict_table.py, the verdict table's job, on a real task through the real evaluator: records
+written as each variant is done, with their code's hash and two timed rounds; a second run resumes and
+evaluates nothing; a variant whose code the coder no longer writes is evaluated again."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from htam_agent.bench.table import load_table
+
+ROOT = Path(__file__).resolve().parents[2]
+
+TASK = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.relu(x) * 2.0
+
+
+def get_inputs():
+    return [torch.rand(64, 256)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _job():
+    spec = importlib.util.spec_from_file_location("verdict_table", ROOT / "benchmarks" / "verdict_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.slow
+def test_the_job_writes_resumes_and_notices_a_changed_coder(tmp_path: Path, build_root: str,
+                                                           capsys: pytest.CaptureFixture[str]):
+    kb = tmp_path / "KernelBench"
+    (kb / "level1").mkdir(parents=True)
+    (kb / "level1" / "1_relu_scale.py").write_text(TASK)
+    out = tmp_path / "table.jsonl"
+    argv = [str(kb), "--backend", "cpp", "--out", str(out), "--levels", "1", "--rounds", "2",
+            "--max-variants", "2", "--build-root", build_root, "--work", str(tmp_path / "work")]
+    job = _job()
+    assert job.main(argv) == 0
+    table = load_table(out)
+    recs = [table.get("level1/1_relu_scale", v) for v in table.variants("level1/1_relu_scale")]
+    assert len(recs) == 2
+    for rec in recs:
+        assert rec.status == "accepted", rec.reason
+        assert rec.n_timings == 2 and rec.ratio_lo <= rec.speedup_eager <= rec.ratio_hi
+        assert rec.code_sha and rec.op_class and rec.family == "elementwise"
+    prov = json.loads(out.with_name("table.provenance.json").read_text())
+    assert len(prov["runs"]) == 1 and prov["runs"][0]["backend"] == "cpp"
+
+    capsys.readouterr()
+    assert job.main(argv) == 0  # resumed: nothing left to do
+    assert "0 variants evaluated" in capsys.readouterr().out
+
+    # a record whose code the coder no longer writes (its hash differs) is evaluated again, and wins
+    lines = out.read_text().splitlines()
+    stale = json.loads(lines[0])
+    stale["code_sha"] = "0" * 16
+    out.write_text("\n".join(lines + [json.dumps(stale)]) + "\n")
+    capsys.readouterr()
+    assert job.main(argv) == 0
+    assert "1 variants evaluated" in capsys.readouterr().out
+    assert load_table(out).get("level1/1_relu_scale", stale["variant"]).code_sha != "0" * 16
