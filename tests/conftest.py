@@ -31,9 +31,32 @@ def _one_build_root_per_session(build_root: str) -> Iterator[None]:
         os.environ["HTAM_BUILD_DIR"] = old
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_shipped_memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The agent's tests start from an empty memory, as they always did: the experience shipped with the package
+    (htam_agent/memory/shipped.py) is read from an empty folder. tests/memory/test_shipped.py tests the shipped
+    files themselves (it points HTAM_SHIPPED_DIR back at the package's)."""
+    old = os.environ.get("HTAM_SHIPPED_DIR")
+    os.environ["HTAM_SHIPPED_DIR"] = str(tmp_path_factory.mktemp("no_shipped_memory"))
+    yield
+    if old is None:
+        os.environ.pop("HTAM_SHIPPED_DIR", None)
+    else:
+        os.environ["HTAM_SHIPPED_DIR"] = old
+
+
+def exhaustive_but_not_slow(items: list[pytest.Item]) -> list[str]:
+    return [item.nodeid for item in items if item.get_closest_marker("exhaustive") and not item.get_closest_marker("slow")]
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: every exhaustive case is seen
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """`gpu` tests skip without a CUDA device, so a `-m` of one's own (`-m "not slow"`, the fast lane, replaces
-    addopts' `-m 'not gpu'`) still runs cleanly on a CPU machine."""
+    addopts' `-m 'not gpu and not exhaustive'`) still runs cleanly on a CPU machine. An `exhaustive` case must
+    also be `slow`, or the fast lane, whose `-m "not slow"` drops addopts' exclusion, would run the sweeps."""
+    loose = exhaustive_but_not_slow(items)
+    if loose:
+        raise pytest.UsageError(f"marked exhaustive but not slow (mark them slow too): {loose[:5]}")
     gpu = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu:
         return

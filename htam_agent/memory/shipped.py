@@ -51,7 +51,12 @@ def _loaded_key(backend: str) -> str:
 
 
 def package_dir() -> Path:
-    """Where the package's shipped files are (``htam_agent/memory/shipped/``)."""
+    """Where the shipped files are: ``HTAM_SHIPPED_DIR`` when set (a site's own trained files; the test suite
+    points it at an empty folder so that the agent's tests start from an empty memory), else the package's
+    ``htam_agent/memory/shipped/``."""
+    env = os.environ.get("HTAM_SHIPPED_DIR")
+    if env:
+        return Path(env).expanduser()
     return Path(str(resources.files("htam_agent.memory") / "shipped"))
 
 
