@@ -6,6 +6,7 @@ same words (so the narrow one broke none)."""
 from __future__ import annotations
 
 import re
+import sys
 import tarfile
 from pathlib import Path
 
@@ -105,3 +106,29 @@ def test_a_streamed_reply_and_a_tool_result_at_80_columns(runs: Path, tmp_path: 
     for word in REPLY.split():  # the reply's 16-character chunks arrived mid-word; every word is whole
         assert word in tokens, (word, reply)
     assert openai_server.remaining == 0
+
+
+@pytest.mark.slow  # a real run: a C++ build, verification and timing
+@pytest.mark.timeout(1200)
+def test_optimize_in_the_terminal_is_never_silent(chat_env: Path, tmp_path: Path) -> None:
+    from htam_agent.bundled_tasks import SUITE_DIR
+
+    from .pty_chat import plain
+
+    (tmp_path / "rms.py").write_text((SUITE_DIR / "norm_rmsnorm.py").read_text())  # a short line to type
+    script = Path(__file__).parent / "chat_in_subprocess.py"  # the terminal chat with the tests' run settings
+    chat = PtyChat([], tmp_path, command=[sys.executable, str(script), "--interactive", "1"])
+    try:
+        chat.read_until("you> ", 120)
+        out = chat.say("/optimize rms.py steps=1", timeout=900)
+    finally:
+        chat.close()
+    raw = plain(chat.raw)
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80, [line for line in lines if len(line) > 80]
+    assert not MARKUP.search(out), MARKUP.search(out)
+    assert "step 0: direction" in out and "step 0 done" in out and "Steps:" in out, out
+    assert "{" not in out  # prose, not JSON
+    # the spinner's clock ran while the candidate was verified and timed (seconds counted, not frozen)
+    seconds = {int(s) for s in re.findall(r"verifying and timing variant 0: (\d+) s", raw)}
+    assert len(seconds) >= 2, sorted(seconds)

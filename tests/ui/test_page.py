@@ -29,6 +29,7 @@ pytestmark = [pytest.mark.ui, pytest.mark.slow, pytest.mark.timeout(1800)]  # tw
 PLOT_SRC = "(document.querySelector('#speedup-plot img') || {}).src || ''"
 TABLE = "#steps-table"
 RECORDED = Path(__file__).resolve().parents[1] / "chat" / "data" / "recorded_run.tar.gz"
+RUN = "20261205-202442-norm_rmsnorm-8c937f"
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -195,3 +196,37 @@ def test_a_finished_run_looks_the_same_in_two_tabs_and_after_a_reload(ui_env: Pa
                 assert shot.stat().st_size > 10_000
     finally:
         demo.close()
+
+
+def test_htam_ui_says_where_and_what_ctrl_c_left(ui_env: Path) -> None:
+    """`htam ui` prints its address and no Gradio hint about public links; Ctrl-C on a finished run says it
+    is finished (nothing to resume)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    runs = ui_env / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(RECORDED) as tar:
+        tar.extractall(runs, filter="data")
+    log = ui_env / "ui.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "htam_agent", "ui", "--backend", "cpp", "--port", "0"],
+                                cwd=ui_env, env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+                                stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 120
+        while "htam ui: open http://127.0.0.1:" not in log.read_text():
+            assert proc.poll() is None and time.time() < deadline, log.read_text()
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = log.read_text()
+    assert "share" not in text.lower() and "Traceback" not in text, text
+    assert f"Run {RUN} is finished: `htam ui --run {RUN}` shows it again." in " ".join(text.split()), text
+    assert "Resume" not in text
