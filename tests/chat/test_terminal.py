@@ -87,6 +87,7 @@ REPLY = ("Candidate 3 was accepted but gives back most of the gain: it runs at 0
          "/export, and give torch.compile a try where it is an option: it is faster than every kernel here.")
 
 
+@pytest.mark.slow  # about 12 s on the 2-core VM: the chat model's client loads in the child
 def test_a_streamed_reply_and_a_tool_result_at_80_columns(runs: Path, tmp_path: Path, openai_server) -> None:
     from .scripted import call
 
