@@ -263,3 +263,18 @@ def test_a_shipped_file_must_use_shipped_names(tmp_path):
         with pytest.raises(ValueError, match="shipped names"):  # the store itself refuses to file own steps so
             mem.transitions.replace_shipped("cuda", own, [], "x")
         assert mem.transitions.count() == 0
+
+
+def test_htam_optimize_shows_the_memory_line():
+    from rich.console import Console
+
+    from htam_agent.cli.optimize import ProgressView
+
+    view = ProgressView("htam optimize t")
+    line = "memory: 94 shipped transitions from the cuda verdict table of 2026-11-30; your own steps are added on top"
+    view.on_event({"event": "memory", "line": line})
+    view.on_event({"event": "analyze", "step": 0, "op_class": "elementwise", "bottleneck": "memory",
+                   "status": "no_kernel"})
+    console = Console(width=200, record=True)
+    console.print(view)
+    assert line in console.export_text()
