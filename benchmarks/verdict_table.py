@@ -11,10 +11,12 @@ table is a useful one.
 
 Per problem, the first round is the agent's own verdict (every check, the second shape, eager and
 torch.compile baselines, the eager baseline timed beside the candidate on the CPU); each accepted variant is
-then timed again (`--rounds` in all) with correctness trials only (`bare` tier), each round in fresh
-processes, because one CPU verdict's ratio carries a per-process effect of up to +-20%
-(benchmarks/process_pairs.py) that only independent processes average out. The record keeps the geometric
-mean of the rounds' ratios and their range (`ratio_lo`, `ratio_hi`).
+then timed again (`--rounds` in all, more up to `--max-rounds` while the rounds' ratios spread wider than
+`--spread`) with correctness trials only (`bare` tier), each round in fresh processes, because one CPU
+verdict's ratio carries a per-process effect of up to +-20% (benchmarks/process_pairs.py) that only
+independent processes average out. The record keeps the geometric mean of the rounds' ratios and their range
+(`ratio_lo`, `ratio_hi`); a resumed run times again a record whose range is still wider than `--spread` and
+that has fewer than `--max-rounds` rounds (its first verdict comes back from the verdict store).
 
 On the cpp backend, variants that differ only in launch knobs share one build (coder/exemplar/cpp_launch.py):
 a problem costs a build per compile-time setting. The same command makes the cuda table on a GPU host
@@ -69,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="the table (.jsonl), appended to")
     ap.add_argument("--levels", default="1,2")
     ap.add_argument("--rounds", type=int, default=2, help="timed verdicts per accepted variant (default 2)")
+    ap.add_argument("--max-rounds", type=int, default=4,
+                    help="more rounds, up to this many, while the rounds' ratios spread wider than --spread")
+    ap.add_argument("--spread", type=float, default=1.10,
+                    help="the widest max/min of a variant's ratios taken as known (1.10: about +-5%%)")
     ap.add_argument("--only", help="regex over 'levelN/stem': only these problems")
     ap.add_argument("--max-problems", type=int, default=0, help="stop after this many problems (0: all)")
     ap.add_argument("--max-variants", type=int, default=0,
@@ -78,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="where candidate files are written (default /tmp/htam_verdict_table)")
     ap.add_argument("--build-root", default=None, help="build cache folder (default: the evaluator's)")
     args = ap.parse_args(argv)
-    if args.rounds < 1:
-        ap.error("--rounds must be at least 1")
+    if args.rounds < 1 or args.max_rounds < args.rounds:
+        ap.error("--rounds must be at least 1 and --max-rounds at least --rounds")
 
     from htam_agent.bench import table as tbl
     from htam_agent.coder.base import UnsupportedTask
@@ -97,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     size = args.size or ("small" if args.backend == "cpp" else "default")
     tbl.add_provenance(args.out, tbl.provenance_entry(
         command="python " + " ".join(shlex.quote(a) for a in sys.argv), size=size, backend=args.backend,
-        notes=f"rounds={args.rounds}"))
+        notes=f"rounds={args.rounds} max_rounds={args.max_rounds} spread={args.spread}"))
     full = Evaluator(EvalOptions(backend=args.backend, size=args.size, build_root=args.build_root,
                                  baselines=("eager", "compile")))
     retime = Evaluator(EvalOptions(backend=args.backend, size=args.size, build_root=args.build_root,
@@ -119,8 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         n_problems += 1
         def finished(vid: str, code: str) -> bool:
             rec = done.get((problem, args.backend, vid))  # noqa: B023 - used within this iteration
-            return (rec is not None and rec.code_sha == tbl.code_sha(code)  # the coder still writes this code
-                    and (not rec.accepted or rec.n_timings >= args.rounds))
+            if rec is None or rec.code_sha != tbl.code_sha(code):  # not measured, or the coder writes other code
+                return False
+            return not rec.accepted or rec.n_timings >= args.max_rounds or (
+                rec.n_timings >= args.rounds and rec.ratio_lo and rec.ratio_hi / rec.ratio_lo <= args.spread)
 
         todo = [(v, k, c) for v, k, c in cands if not finished(v, c)]
         if not todo:
@@ -141,7 +149,9 @@ def main(argv: list[str] | None = None) -> int:
             speedups = [first["speedup_vs_eager"]] if first.get("speedup_vs_eager") else []
             seeds = [first.get("seed")]
             if first.get("status") == "accepted" and speedups:
-                for _ in range(args.rounds - 1):
+                for r in range(1, args.max_rounds):
+                    if r >= args.rounds and max(speedups) / min(speedups) <= args.spread:
+                        break
                     again = retime.evaluate(cand, use_store=False)
                     if again.get("status") == "accepted" and again.get("speedup_vs_eager"):
                         speedups.append(again["speedup_vs_eager"])
