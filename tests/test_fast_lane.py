@@ -80,3 +80,21 @@ def test_the_reader_sees_marks():
     assert TESTS / "cheats" / "test_cheats_cpp.py" in slow_files
     assert TESTS / "cheats" / "test_cheat_catalogue.py" not in slow_files
     assert {"evaluation", "memory", "coder"} <= _packages()
+
+
+def test_the_default_run_leaves_the_exhaustive_sweeps_to_their_lane():
+    """`python -m pytest` runs each sweep's representative sample; `-m exhaustive` the rest (README, Tests)."""
+    import types
+
+    from conftest import exhaustive_but_not_slow
+
+    pyproject = (TESTS.parent / "pyproject.toml").read_text()  # read as text: tomllib is Python 3.11+
+    assert 'addopts = "-m \'not gpu and not exhaustive\'' in pyproject
+    assert '\n  "exhaustive: ' in pyproject
+    assert "-m exhaustive" in (TESTS.parent / "README.md").read_text()
+
+    def item(nodeid: str, *marks: str):
+        return types.SimpleNamespace(nodeid=nodeid, get_closest_marker=lambda name: name if name in marks else None)
+
+    items = [item("a", "exhaustive", "slow"), item("b", "exhaustive"), item("c", "slow"), item("d")]
+    assert exhaustive_but_not_slow(items) == ["b"]

@@ -5,7 +5,7 @@ must be set before triton is imported, and other tests may already have imported
 task's SMALL and ALT sizes, on the task's inputs and on x64 large-magnitude inputs. The same checks as the
 cpp test: state_dict keys/shapes match, inputs untouched, fresh contiguous output, allclose(rtol=1e-4,
 atol=1e-4 * rms). Run this file directly (`python tests/test_honest_triton_interpreter.py CANDIDATE`) to
-check one candidate.
+check one candidate. By default the candidates of DEFAULT_LANE's tasks run; `-m exhaustive` runs the others.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ TASKS = (
     "fused_conv2d_bias_relu",
 )
 REPO = Path(__file__).resolve().parents[1]
+# the default lane's sample, one task per kind of kernel (elementwise, row reduction, row statistics, a tl.dot
+# GEMM with its epilogue); the other tasks' candidates are `exhaustive` (`python -m pytest -m exhaustive`)
+DEFAULT_LANE = ("elementwise_leaky_relu", "reduction_row_sum", "norm_layernorm", "fused_gemm_bias_gelu")
 
 
 def _candidates() -> list[Path]:
@@ -92,8 +95,13 @@ def test_every_task_has_a_triton_candidate():
         assert candidate_files(stem, "triton"), f"{stem}: no triton candidate"
 
 
-@pytest.mark.slow  # fast lane: 15-30 s each in the Triton interpreter
-@pytest.mark.parametrize("path", _candidates(), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def _params() -> list:
+    return [pytest.param(p, marks=[] if p.parent.name in DEFAULT_LANE else [pytest.mark.exhaustive])
+            for p in _candidates()]
+
+
+@pytest.mark.slow  # not in the fast lane: 15-30 s each in the Triton interpreter
+@pytest.mark.parametrize("path", _params(), ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_triton_candidate_in_interpreter(path: Path):
     pytest.importorskip("triton", reason="triton is not installed (pip install 'htam-agent[triton]')")
     env = {

@@ -279,6 +279,42 @@ KERNELBENCH_DIR = HERE / "kernelbench"
 KERNELBENCH: list[kernelbench_checks.Entry] = kernelbench_checks.collect(KERNELBENCH_DIR)
 
 
+# Attackers whose own test file evaluates them (with the honest victim after them): the default lane's sample of
+# the catalogue leaves them to those files (test_boundary_builds, test_boundary_processes, test_boundary_protocol).
+EVALUATED_ELSEWHERE = frozenset({"p19_pch_poison", "p19_stale_build_lock", "p19_so_swap", "p19_escape_setsid_chain",
+                                 "p18_fill_shm_and_build_root", "p19_forged_early_reply", "p19_deep_json_reply"})
+
+
+def default_sample(cheats: list[Cheat]) -> list[Cheat]:
+    """The cheats the default suite evaluates; the rest run in the `exhaustive` lane (`pytest -m exhaustive`).
+
+    One cheat per pattern (the first in the table), and for every check that catches some cheat, the cheat it
+    catches with the fewest alternatives (a sampled cheat that check alone, or with as few others, catches
+    already counts): every pattern and every way a verdict turns a cheat down stays in the default lane.
+    Attackers evaluated by a boundary test file are not sampled twice.
+    """
+    pool = [c for c in cheats if c.id not in EVALUATED_ELSEWHERE]
+    sample: list[Cheat] = []
+    for cheat in pool:
+        if cheat.pattern not in {s.pattern for s in sample}:
+            sample.append(cheat)
+    for check in sorted(set().union(*(c.caught_by or frozenset() for c in pool))):
+        best = min((c for c in pool if c.caught_by and check in c.caught_by), key=lambda c: len(c.caught_by or ()))
+        if not any(s.caught_by and check in s.caught_by and len(s.caught_by) <= len(best.caught_by or ())
+                   for s in sample):
+            sample.append(best)
+    return sample
+
+
+def default_honest_sample(honest: list[Honest]) -> list[Honest]:
+    """The honest look-alikes the default suite evaluates: the first of each task (the rest are `exhaustive`)."""
+    sample: list[Honest] = []
+    for h in honest:
+        if h.task not in {s.task for s in sample}:
+            sample.append(h)
+    return sample
+
+
 def caught_by(verdict: dict) -> list[str]:
     """The rejecting flags and the failed check of a verdict: what turned it down."""
     names = [f["name"] for f in verdict.get("flags", []) if f.get("rejects")]

@@ -16,6 +16,7 @@ import sync_extension
 from cheat_catalogue import (
     CLOCK_BOUNDED,
     CPP_CHEATS,
+    EVALUATED_ELSEWHERE,
     GPU_CHEATS,
     GPU_HONEST,
     HERE,
@@ -23,6 +24,8 @@ from cheat_catalogue import (
     KERNELBENCH,
     NEUTRALISED,
     SIDE_STREAM,
+    default_honest_sample,
+    default_sample,
     task_path,
 )
 
@@ -44,6 +47,24 @@ def test_every_file_is_in_a_table_and_every_entry_exists():
 def test_cpp_cheats_cover_every_cpu_pattern():
     cpu_patterns = set(range(1, 20)) - {3}  # 3 (side streams) exists only on a GPU
     assert cpu_patterns <= {c.pattern for c in CPP_CHEATS}
+
+
+def test_the_default_lanes_sample_covers_every_pattern_and_every_check():
+    """The default run evaluates a sample of the cpp catalogue (test_cheats_cpp.py); the rest is `exhaustive`.
+    The sample must keep one cheat of every pattern and, for every check that turns some cheat down, a cheat
+    that check catches among as few alternatives as any cheat has, or a lane without the sweep loses a check."""
+    sample = default_sample(CPP_CHEATS)
+    pool = [c for c in CPP_CHEATS if c.id not in EVALUATED_ELSEWHERE]
+    assert len(pool) == len(CPP_CHEATS) - len(EVALUATED_ELSEWHERE), "an attacker of a boundary test was renamed"
+    assert {c.pattern for c in sample} == {c.pattern for c in pool}
+    for check in set().union(*(c.caught_by or frozenset() for c in pool)):
+        fewest = min(len(c.caught_by) for c in pool if c.caught_by and check in c.caught_by)
+        assert any(c.caught_by and check in c.caught_by and len(c.caught_by) <= fewest for c in sample), check
+    assert not {c.id for c in sample} & EVALUATED_ELSEWHERE
+    boundary = "".join(p.read_text() for p in HERE.glob("test_boundary_*.py"))
+    assert all(name in boundary for name in EVALUATED_ELSEWHERE), "an attacker left out is evaluated nowhere"
+    assert len(sample) < len(pool), "the sample is the whole catalogue: nothing is left for the exhaustive lane"
+    assert {h.task for h in default_honest_sample(HONEST)} == {h.task for h in HONEST}
 
 
 @pytest.mark.parametrize("entry", ALL_CHEATS + ALL_HONEST, ids=lambda e: e.id)

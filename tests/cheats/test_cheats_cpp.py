@@ -5,7 +5,13 @@ Real worker processes and a real C++ build: all candidates get one shared extens
 each verdict then takes a few seconds. Timing runs with a short plan so that the timing-phase checks
 (re-checked timed outputs, roofline, sabotage) are exercised too.
 
-    python -m pytest tests/cheats -m slow -q
+    python -m pytest tests/cheats/test_cheats_cpp.py -q                  # the default lane's sample
+    python -m pytest tests/cheats/test_cheats_cpp.py -q -m exhaustive    # every other entry
+
+The default run evaluates a sample (cheat_catalogue.default_sample: one cheat per pattern and one per check
+that turns a cheat down, as test_cheat_catalogue.py checks; one honest look-alike per task); the other
+entries carry the `exhaustive` mark, so that the whole catalogue still runs where it matters (`-m "not gpu"`,
+before a release, after a change to the checks).
 
 Cheats the evaluator does not catch yet are strict xfails naming the missing check (cheat_catalogue.py);
 when the check lands the test XPASSes, which fails the run until the table is updated (a few marked `flaky`
@@ -22,7 +28,15 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from cheat_catalogue import CPP_CHEATS, HONEST, NOT_ACCEPTED, caught_by, task_path
+from cheat_catalogue import (
+    CPP_CHEATS,
+    HONEST,
+    NOT_ACCEPTED,
+    caught_by,
+    default_honest_sample,
+    default_sample,
+    task_path,
+)
 
 from htam_agent.evaluation.parent.candidate import Candidate
 from htam_agent.evaluation.parent.evaluator import Evaluator
@@ -68,8 +82,11 @@ def _evaluate(evaluator: Evaluator, entry) -> dict:
 
 
 def _cheat_params():
+    sampled = {c.id for c in default_sample(CPP_CHEATS)}
     for c in CPP_CHEATS:
         marks = [] if c.caught_by else [pytest.mark.xfail(strict=not c.flaky, reason=f"not caught yet: {c.missing}")]
+        if c.id not in sampled:
+            marks.append(pytest.mark.exhaustive)
         yield pytest.param(c, id=c.id, marks=marks)
 
 
@@ -87,8 +104,11 @@ def test_cheat_is_turned_down(evaluator, cheat, record_property):
 
 
 def _honest_params():
+    sampled = {h.id for h in default_honest_sample(HONEST)}
     for h in HONEST:
         marks = [pytest.mark.xfail(strict=True, reason=f"false alarm: {h.false_alarm}")] if h.false_alarm else []
+        if h.id not in sampled:
+            marks.append(pytest.mark.exhaustive)
         yield pytest.param(h, id=h.id, marks=marks)
 
 

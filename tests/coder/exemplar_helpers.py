@@ -50,3 +50,22 @@ def task_source(stem: str) -> str:
     from htam_agent.bundled_tasks import SUITE_DIR
 
     return (SUITE_DIR / f"{stem}.py").read_text()
+
+
+def knob_sample(variants: list[tuple[str, str, str, dict]]) -> set[tuple[str, str]]:
+    """(task, variant id) pairs a default-lane sweep checks, from [(task, family, variant id, knobs)] in order.
+
+    Each task's first variant (the one the coder submits first), and any later one that shows a knob value its
+    family has not shown yet: every template path and every knob value is compiled or evaluated by default,
+    while the variants that only recombine values already seen are left to the `exhaustive` lane.
+    """
+    seen: set[tuple[str, str, str]] = set()
+    picked: set[tuple[str, str]] = set()
+    first: set[str] = set()
+    for task, family, vid, knobs in variants:
+        values = {(family, k, repr(v)) for k, v in knobs.items()}
+        if task not in first or values - seen:
+            picked.add((task, vid))
+            first.add(task)
+            seen |= values
+    return picked
