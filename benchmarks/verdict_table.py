@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import shlex
 import sys
@@ -79,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-problems", type=int, default=0, help="stop after this many problems (0: all)")
     ap.add_argument("--max-variants", type=int, default=0,
                     help="only the first N curated variants of each problem (0: all; for trials of the job)")
+    ap.add_argument("--retime-wide", action="store_true",
+                    help="also time again records that reached --max-rounds with a range still wider than --spread "
+                         "(made on a loaded machine): their rounds are replaced by this run's")
     ap.add_argument("--size", default=None, help="the evaluator's size (default: small on cpp, else default)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/htam_verdict_table"),
                     help="where candidate files are written (default /tmp/htam_verdict_table)")
@@ -103,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     size = args.size or ("small" if args.backend == "cpp" else "default")
     tbl.add_provenance(args.out, tbl.provenance_entry(
         command="python " + " ".join(shlex.quote(a) for a in sys.argv), size=size, backend=args.backend,
-        notes=f"rounds={args.rounds} max_rounds={args.max_rounds} spread={args.spread}"))
+        notes=f"rounds={args.rounds} max_rounds={args.max_rounds} spread={args.spread}; load average at start "
+              + " ".join(f"{x:.1f}" for x in os.getloadavg())))
     full = Evaluator(EvalOptions(backend=args.backend, size=args.size, build_root=args.build_root,
                                  baselines=("eager", "compile")))
     retime = Evaluator(EvalOptions(backend=args.backend, size=args.size, build_root=args.build_root,
@@ -127,8 +132,9 @@ def main(argv: list[str] | None = None) -> int:
             rec = done.get((problem, args.backend, vid))  # noqa: B023 - used within this iteration
             if rec is None or rec.code_sha != tbl.code_sha(code):  # not measured, or the coder writes other code
                 return False
-            return not rec.accepted or rec.n_timings >= args.max_rounds or (
-                rec.n_timings >= args.rounds and rec.ratio_lo and rec.ratio_hi / rec.ratio_lo <= args.spread)
+            narrow = bool(rec.ratio_lo) and rec.ratio_hi / rec.ratio_lo <= args.spread
+            return not rec.accepted or (rec.n_timings >= args.rounds and narrow) or (
+                rec.n_timings >= args.max_rounds and not args.retime_wide)
 
         todo = [(v, k, c) for v, k, c in cands if not finished(v, c)]
         if not todo:
