@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="only the first N curated variants of each problem (0: all; for trials of the job)")
     ap.add_argument("--retime-wide", action="store_true",
                     help="also time again records that reached --max-rounds with a range still wider than --spread "
-                         "(made on a loaded machine): their rounds are replaced by this run's")
+                         "(made on a loaded machine): timed again; the first round may come back from the verdict store")
     ap.add_argument("--size", default=None, help="the evaluator's size (default: small on cpp, else default)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/htam_verdict_table"),
                     help="where candidate files are written (default /tmp/htam_verdict_table)")
