@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.lanes import exhaustive_but_not_slow
 
 from htam_agent.bundled_tasks import SUITE_DIR
 
@@ -43,10 +44,6 @@ def _no_shipped_memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
         os.environ.pop("HTAM_SHIPPED_DIR", None)
     else:
         os.environ["HTAM_SHIPPED_DIR"] = old
-
-
-def exhaustive_but_not_slow(items: list[pytest.Item]) -> list[str]:
-    return [item.nodeid for item in items if item.get_closest_marker("exhaustive") and not item.get_closest_marker("slow")]
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: every exhaustive case is seen

@@ -86,7 +86,7 @@ def test_the_default_run_leaves_the_exhaustive_sweeps_to_their_lane():
     """`python -m pytest` runs each sweep's representative sample; `-m exhaustive` the rest (README, Tests)."""
     import types
 
-    from conftest import exhaustive_but_not_slow
+    from support.lanes import exhaustive_but_not_slow
 
     pyproject = (TESTS.parent / "pyproject.toml").read_text()  # read as text: tomllib is Python 3.11+
     assert 'addopts = "-m \'not gpu and not exhaustive\'' in pyproject
