@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from htam_agent import threadsafe
 from htam_agent.context import RunContext
 
 from .explain import check_task_source, explain, strip_fences
@@ -42,7 +43,7 @@ def task_name_for(source: str) -> str:
     import ast
 
     try:
-        tree = ast.parse(source)
+        tree = threadsafe.parse(source)
     except SyntaxError:
         tree = ast.Module(body=[], type_ignores=[])
     for c in tree.body:
