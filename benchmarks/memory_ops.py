@@ -31,9 +31,9 @@ from htam_agent.memory.htam import HTAMemory
 from htam_agent.memory.schema import (
     BACKENDS,
     BOTTLENECKS,
+    MEMORY_STATUSES,
     OP_CLASSES,
     START,
-    STATUSES,
     MemoryState,
     Outcome,
     StateKey,
@@ -122,7 +122,7 @@ def make_events(n: int, directions: list[str], by_dir: dict[str, list[str]], rng
     quality = {(a, b): rng.uniform(-0.3, 0.6) for a in [START, *directions] for b in directions}
     events = []
     for i in range(n):
-        key = StateKey(rng.choice(OP_CLASSES), rng.choice(BOTTLENECKS), rng.choice(STATUSES), rng.choice(BACKENDS))
+        key = StateKey(rng.choice(OP_CLASSES), rng.choice(BOTTLENECKS), rng.choice(MEMORY_STATUSES), rng.choice(BACKENDS))
         prev = rng.choice([START, *directions])
         d = rng.choice(directions)
         q = quality[(prev, d)]
@@ -143,7 +143,7 @@ def random_state(rng: random.Random, i: int) -> MemoryState:
     op = rng.choice(OP_CLASSES)
     text = OPS_TEXT[op].format(n=rng.choice([256, 512, 1024, 2048, 4096, 8192])) + \
         f"; query {i}: {rng.choice(WORDS)} kernel at {rng.uniform(0.1, 0.9):.0%} of roofline"
-    return MemoryState(StateKey(op, rng.choice(BOTTLENECKS), rng.choice(STATUSES), rng.choice(BACKENDS)), text,
+    return MemoryState(StateKey(op, rng.choice(BOTTLENECKS), rng.choice(MEMORY_STATUSES), rng.choice(BACKENDS)), text,
                        rng.uniform(0.3, 2.0))
 
 

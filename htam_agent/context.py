@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from htam_agent.backend_registry import BACKENDS
 
@@ -23,6 +23,9 @@ CoderKind = Literal["auto", "llm", "exemplar"]
 MemoryMode = Literal["htam", "flat", "none"]
 DirectionPolicy = Literal["htam", "random", "first"]
 EvaluationMode = Literal["auto", "local", "replay"]
+#: The settings whose values are one of a Literal's: validate() reads the allowed values from it.
+_CHOICES: dict[str, Any] = {"coder": CoderKind, "memory_mode": MemoryMode, "evaluation": EvaluationMode,
+                            "direction_policy": DirectionPolicy}
 
 
 class ConfigError(ValueError):
@@ -196,14 +199,10 @@ class RunContext:
 
         if self.backend not in BACKENDS:
             raise bad("backend", f"expected one of {', '.join(BACKENDS)}")
-        if self.coder not in ("auto", "llm", "exemplar"):
-            raise bad("coder", "expected auto, llm or exemplar")
-        if self.memory_mode not in ("htam", "flat", "none"):
-            raise bad("memory_mode", "expected htam, flat or none")
-        if self.evaluation not in ("auto", "local", "replay"):
-            raise bad("evaluation", "expected auto, local or replay")
-        if self.direction_policy not in ("htam", "random", "first"):
-            raise bad("direction_policy", "expected htam, random or first")
+        for name, vocabulary in _CHOICES.items():  # each read from its Literal, written once
+            allowed = get_args(vocabulary)
+            if getattr(self, name) not in allowed:
+                raise bad(name, f"expected {', '.join(allowed[:-1])} or {allowed[-1]}")
         for name in ("steps", "candidates", "strategies_k", "max_asks"):
             if getattr(self, name) < 1:
                 raise bad(name, "must be at least 1")

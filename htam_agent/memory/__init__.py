@@ -27,7 +27,7 @@ _EXPORTS = {
     "StateKey": "schema", "MemoryState": "schema", "Outcome": "schema", "HistoryStep": "schema",
     "Direction": "schema", "Strategy": "schema", "ScoredDirection": "schema", "RetrievedStrategy": "schema",
     "Note": "schema", "EdgeStats": "schema", "OP_CLASSES": "schema", "BOTTLENECKS": "schema",
-    "STATUSES": "schema", "BACKENDS": "schema",
+    "MEMORY_STATUSES": "schema", "BACKENDS": "schema",
 }
 __all__ = [
     "BACKENDS",
@@ -49,7 +49,7 @@ __all__ = [
     "PolicyConfig",
     "RetrievalConfig",
     "RetrievedStrategy",
-    "STATUSES",
+    "MEMORY_STATUSES",
     "ScoredDirection",
     "StateKey",
     "Strategy",
@@ -65,8 +65,8 @@ if TYPE_CHECKING:
     from .schema import (
         BACKENDS,
         BOTTLENECKS,
+        MEMORY_STATUSES,
         OP_CLASSES,
-        STATUSES,
         Direction,
         EdgeStats,
         HistoryStep,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -24,12 +24,11 @@ Bottleneck = Literal["memory", "compute", "latency", "occupancy", "unknown"]
 Status = Literal["none", "compile_error", "incorrect", "correct_slow", "near_roofline"]
 Backend = Literal[_REGISTRY_BACKENDS]  # type: ignore[valid-type]  # the registry's names (htam_agent/backend_registry.py)
 
-OP_CLASSES: tuple[str, ...] = (
-    "elementwise", "reduction", "normalization", "matmul", "convolution", "pooling", "attention", "scan",
-    "fused", "model", "other",
-)
-BOTTLENECKS: tuple[str, ...] = ("memory", "compute", "latency", "occupancy", "unknown")
-STATUSES: tuple[str, ...] = ("none", "compile_error", "incorrect", "correct_slow", "near_roofline")
+# Each vocabulary is written once, as its Literal; the tuples (whose order stats.py indexes) are read from it.
+OP_CLASSES: tuple[str, ...] = get_args(OpClass)
+BOTTLENECKS: tuple[str, ...] = get_args(Bottleneck)
+#: The memory's status of a task's best so far (not a verdict's: evaluation.common.verdict.STATUSES).
+MEMORY_STATUSES: tuple[str, ...] = get_args(Status)
 #: The registry's names in its order (stats.py indexes this tuple; the registry only appends).
 BACKENDS: tuple[str, ...] = _REGISTRY_BACKENDS
 #: Classes that name a mix rather than a kind of work: they say nothing about which techniques apply.
@@ -70,7 +69,7 @@ class StateKey:
     def __post_init__(self) -> None:
         _check(self.op_class, OP_CLASSES, "operator class")
         _check(self.bottleneck, BOTTLENECKS, "bottleneck")
-        _check(self.status, STATUSES, "status")
+        _check(self.status, MEMORY_STATUSES, "status")
         _check(self.backend, BACKENDS, "backend")
 
     def as_tuple(self) -> tuple[str, str, str, str]:
@@ -132,7 +131,7 @@ class Outcome:
     failed_reason: str = ""
 
     def __post_init__(self) -> None:
-        _check(self.status, STATUSES, "status")
+        _check(self.status, MEMORY_STATUSES, "status")
         s = self.speedup_vs_eager
         if s is not None and not (s > 0 and math.isfinite(s)):
             raise ValueError(f"speedup_vs_eager must be a positive finite number, got {s!r}")

@@ -23,9 +23,9 @@ from .schema import (
     FAILING_STATUSES,
     GENERIC_CLASSES,
     IMPROVE_EPS,
+    MEMORY_STATUSES,
     OP_CLASSES,
     REWARD_CLIP,
-    STATUSES,
     UNKNOWN_GAIN_REWARD,
     WORKING_STATUSES,
     EdgeStats,
@@ -35,7 +35,7 @@ from .schema import (
 )
 
 KeyT = tuple[str, str, str, str]
-KEYS: tuple[KeyT, ...] = tuple(itertools.product(OP_CLASSES, BOTTLENECKS, STATUSES, BACKENDS))
+KEYS: tuple[KeyT, ...] = tuple(itertools.product(OP_CLASSES, BOTTLENECKS, MEMORY_STATUSES, BACKENDS))
 KEY_INDEX: dict[KeyT, int] = {k: i for i, k in enumerate(KEYS)}
 #: n_gain/sum_gain are log gains over the best before the step; n_base/sum_base the log speedups over eager of
 #: baselines (a task's first accepted kernel), which are not improvements of anything and are kept apart
@@ -94,9 +94,9 @@ def _table(values: Sequence[str], f) -> np.ndarray:  # noqa: ANN001 - a pairwise
     return np.array([[f(a, b) for b in values] for a in values])
 
 
-_TABLES = (_table(OP_CLASSES, op_affinity), _table(BOTTLENECKS, _bn_sim), _table(STATUSES, _status_sim),
+_TABLES = (_table(OP_CLASSES, op_affinity), _table(BOTTLENECKS, _bn_sim), _table(MEMORY_STATUSES, _status_sim),
            _table(BACKENDS, _backend_sim))
-_KEY_PARTS = np.array([[vals.index(k[j]) for j, vals in enumerate((OP_CLASSES, BOTTLENECKS, STATUSES, BACKENDS))]
+_KEY_PARTS = np.array([[vals.index(k[j]) for j, vals in enumerate((OP_CLASSES, BOTTLENECKS, MEMORY_STATUSES, BACKENDS))]
                        for k in KEYS])
 _SIM_CACHE: dict[tuple[KeyT, float], np.ndarray] = {}
 
@@ -105,7 +105,7 @@ def similarity_vector(key: KeyT, min_similarity: float = 0.0) -> np.ndarray:
     """Similarity of every state key to ``key`` (below ``min_similarity`` set to 0); cached, read-only."""
     got = _SIM_CACHE.get((key, min_similarity))
     if got is None:
-        parts = [vals.index(key[j]) for j, vals in enumerate((OP_CLASSES, BOTTLENECKS, STATUSES, BACKENDS))]
+        parts = [vals.index(key[j]) for j, vals in enumerate((OP_CLASSES, BOTTLENECKS, MEMORY_STATUSES, BACKENDS))]
         got = np.ones(len(KEYS))
         for j, table in enumerate(_TABLES):
             got = got * table[parts[j]][_KEY_PARTS[:, j]]
@@ -139,7 +139,7 @@ def class_split(key: KeyT, min_similarity: float = 0.0,
         feat_mask = np.isin(_OP_PART, [OP_CLASSES.index(f) for f in feats]) & ~same_mask
         if feats:  # bottleneck, status and backend similarity as usual; the class factor is FEATURE_AFFINITY
             rest = (_TABLES[1][BOTTLENECKS.index(key[1])][_KEY_PARTS[:, 1]]
-                    * _TABLES[2][STATUSES.index(key[2])][_KEY_PARTS[:, 2]]
+                    * _TABLES[2][MEMORY_STATUSES.index(key[2])][_KEY_PARTS[:, 2]]
                     * _TABLES[3][BACKENDS.index(key[3])][_KEY_PARTS[:, 3]])
             feature = np.where(feat_mask, rest * FEATURE_AFFINITY ** 2, 0.0)
             feature[feature < min_similarity] = 0.0

@@ -36,9 +36,9 @@ from pathlib import Path
 from .schema import (
     BACKENDS,
     BOTTLENECKS,
+    MEMORY_STATUSES,
     OP_CLASSES,
     START,
-    STATUSES,
     MemoryState,
     Outcome,
     StateKey,
@@ -171,7 +171,7 @@ class Event:
         if not isinstance(accepted, bool):
             raise ValueError(f"accepted must be true or false, got {accepted!r}")
         status_after = text("status_after", True)
-        if status_after not in STATUSES:
+        if status_after not in MEMORY_STATUSES:
             raise ValueError(f"unknown status_after {status_after!r}")
         ts = num("ts")
         if ts is None:
@@ -468,7 +468,7 @@ class TransitionStore:
                 "(SELECT count(*) FROM event_strategies s WHERE s.event_id = e.id)").fetchone()[0]
             bad_vocab = c.execute(
                 f"SELECT count(*) FROM events WHERE op_class NOT IN ({_q(OP_CLASSES)}) "
-                f"OR bottleneck NOT IN ({_q(BOTTLENECKS)}) OR status NOT IN ({_q(STATUSES)}) "
+                f"OR bottleneck NOT IN ({_q(BOTTLENECKS)}) OR status NOT IN ({_q(MEMORY_STATUSES)}) "
                 f"OR backend NOT IN ({_q(BACKENDS)})").fetchone()[0]
         return {"integrity": integrity, "foreign_key_errors": len(fk), "events_missing_strategies": mismatched,
                 "bad_vocabulary": bad_vocab, "ok": integrity == "ok" and not fk and not mismatched and not bad_vocab}

@@ -13,8 +13,8 @@ from htam_agent.memory.catalog import load_catalog
 from htam_agent.memory.schema import (
     BACKENDS,
     BOTTLENECKS,
+    MEMORY_STATUSES,
     OP_CLASSES,
-    STATUSES,
     MemoryState,
     Outcome,
     StateKey,
@@ -30,7 +30,7 @@ def test_at_least_seven_directions_with_priors_for_every_operator_class():
     for d in cat.directions:
         assert d.description and d.applies_when
         assert set(d.op_class_priors) == set(OP_CLASSES), d.id
-        assert set(d.status_affinity) == set(STATUSES), d.id
+        assert set(d.status_affinity) == set(MEMORY_STATUSES), d.id
 
 
 def test_at_least_forty_strategies_spread_over_all_directions_and_backends():

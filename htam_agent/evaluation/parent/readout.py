@@ -165,7 +165,7 @@ class Readout:
 
     @property
     def memory_status(self) -> str:
-        """The memory's status vocabulary (memory.schema.STATUSES) for this verdict."""
+        """The memory's status vocabulary (memory.schema.MEMORY_STATUSES) for this verdict."""
         if self.accepted:
             frac = self.roofline_fraction
             return "near_roofline" if frac is not None and frac >= NEAR_ROOFLINE else "correct_slow"
