@@ -37,18 +37,25 @@ def make_inputs(task: Any, device: Any, seed: int, dist: str) -> list[Any]:
     with torch.device(device):
         inputs = validate_inputs(task.get_inputs(), task.path)
     out = []
-    for x in inputs:
+    for k in range(len(inputs)):
+        # One full-size input alive at a time: the task's tensor is let go before its replacement is drawn
+        # (the same numbers as `randn_like` and friends: a like-shaped empty tensor filled in place).
+        x, inputs[k] = inputs[k], None
         if isinstance(x, torch.Tensor):
             x = x.to(device)
             if x.is_floating_point() and dist != "task":
-                if dist == "normal":
-                    x = torch.randn_like(x)
-                elif dist == "signed_uniform":
-                    x = torch.rand_like(x) * 2 - 1
+                if dist in ("normal", "signed_uniform", "ties"):
+                    like = torch.empty_like(x, device="meta")  # empty_like's strides, without the memory
+                    del x
+                    x = torch.empty_strided(like.size(), like.stride(), dtype=like.dtype, device=device)
+                    if dist == "normal":
+                        x.normal_()
+                    elif dist == "signed_uniform":
+                        x.uniform_().mul_(2).sub_(1)
+                    else:
+                        x.random_(-4, 5).mul_(0.5)
                 elif dist == "large":
                     x = x * (LARGE_FACTOR / min(1.0, _spread(x)))
-                elif dist == "ties":
-                    x = torch.randint_like(x, -4, 5) * 0.5
                 elif dist == "shifted":
                     x = x + SHIFT_STDS * _spread(x)
         out.append(x)

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from ..backends import get_backend
+from ..common.containment import memory_cap
 from ..common.verdict import VerdictBuilder
 from ..tasks import TaskError, load_task_source
 from . import inputs as inp
@@ -42,12 +43,31 @@ def run_job(job: dict[str, Any], events: Events, sandbox: SandboxClient | None,
         if run.ref_sandbox is not None:
             run.ref_sandbox.kill()
             run.ref_sandbox.cleanup()
+    _over_cap(run)
     verdict.record(phase=run.phase)
     run.enter("done")
     for name, seconds in run.seconds.items():
         verdict.time_phase(name, seconds)
     verdict.record(seed=run.seed)
     return verdict
+
+
+def _over_cap(run: Run) -> None:
+    """An allocation refused under the candidate's memory cap (or an OOM kill inside its cgroup) is the
+    candidate's verdict, and its reason says so."""
+    cap = run.memory_cap
+    if cap is None:
+        return
+    group = run.sandbox.cgroup.path if run.sandbox is not None and run.sandbox.cgroup is not None else None
+    killed = run.verdict.status == "crashed" and memory_cap.oom_kills(group) > 0
+    if run.verdict.status == "out_of_memory" or killed:
+        fp = cap.get("footprint_bytes")
+        share = (f"{memory_cap.FOOTPRINTS} x the task's footprint of {fp / 2**30:.2f} GiB + "
+                 f"{memory_cap.HEADROOM >> 30} GiB" if fp is not None else "HTAM_SANDBOX_MEMORY_MB")
+        run.verdict.set_status("out_of_memory", (
+            f"out of memory during {run.phase}: the candidate's processes may hold {cap['allowed_bytes'] / 2**30:.2f} "
+            f"GiB beyond what its sandbox held at the start ({share}; {cap['how']}) and asked for more: "
+            f"{str(run.verdict.get('reason') or '')[:300]}"))
 
 
 def _dispatch(run: Run) -> None:

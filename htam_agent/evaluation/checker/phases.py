@@ -31,7 +31,7 @@ import torch.autograd.profiler  # noqa: F401
 import torch.utils.flop_counter  # noqa: F401
 
 from ..common import builder, observe, protocol
-from ..common.containment import landlock
+from ..common.containment import landlock, memory_cap
 from ..common.verdict import VerdictBuilder
 from . import correctness, judge, roofline, static, timing
 from . import inputs as inp
@@ -86,43 +86,55 @@ def run_trials(run: Run, task: Any, ref: Any, slot: str, trials: list[tuple[str,
                second_calls: int = 1) -> bool:
     """Correctness trials; True when all ran and passed. Rejecting flags are added to the verdict.
 
-    Each trial: inputs drawn here, copied into the sandbox's buffers, one call; the buffers compared with
-    the pristine inputs afterwards (pattern 2); the reference run here on its own copy; the first
-    `second_calls` trials call the candidate again on fresh buffers while the first output is still held
-    (pattern 1); outputs released and their blocks poisoned in the sandbox.
+    Each trial: inputs drawn here, the reference run here on them, the inputs copied into the sandbox's
+    buffers, one call; the buffers compared with the pristine inputs afterwards (pattern 2); the first
+    `second_calls` trials call the candidate again on fresh buffers while the first output is still held in
+    the sandbox (pattern 1); outputs released and their blocks poisoned in the sandbox.
+
+    Memory (issue 36): one full-size copy of each thing at a time. The checker holds the pristine inputs and
+    the reference's outputs, the sandbox one buffer set and its live outputs, and an output handed back is
+    compared and let go before the next call; for the second call the reference's outputs are dropped and
+    computed again after it (one more forward instead of a fourth full-size output held).
     """
     v, sb, device = run.verdict, run.sb, run.device
     threads_added = 0
     for k_trial, (name, dist, offset) in enumerate(trials):
         pristine = inp.make_inputs(task, device, run.seed + offset, dist)
-        enc, ids = sb.upload(pristine, run.left())
-        msg = sb.request("call", run.left(), slot=slot, inputs=enc, out_id="t1")
-        info1 = msg.body
-        out1, facts1, prob1 = sb.outputs(msg)
-        changed = inp.changed_inputs(pristine, sb.shared_values(enc))
         ref_out = reference_outputs(run, ref, pristine)
         if not finite(ref_out) and dist != "task":
             v.add_trial({"trial": name, "passed": True, "skipped": "reference not finite on these inputs"})
-            sb.ask("release", run.left(), ids=["t1"])
-            sb.free(ids, run.left())
+            del ref_out, pristine
             continue
         if k_trial == 0 and slot == "main":
             trivial = correctness.trivial_answers_pass(ref_out)
             if trivial:
                 v.add_flag("degenerate_task", f"trivial outputs ({', '.join(trivial)}) also pass this task's "
                            "tolerance; its speedups say little", rejects=False)
+        enc, ids = sb.upload(pristine, run.left())
+        msg = sb.request("call", run.left(), slot=slot, inputs=enc, out_id="t1")
+        info1 = msg.body
+        out1, facts1, prob1 = sb.outputs(msg)
+        changed = inp.changed_inputs(pristine, sb.shared_values(enc))
+        sb.free(ids, run.left())
         res1 = judge.compare(ref_out, out1, facts1, device, prob1)
         del out1
         info2: dict[str, Any] = {}
-        ids2: list[str] = []
         res2 = res1
         if run.checks and k_trial < second_calls:
+            ref_out = None  # computed again below: not held beside two live outputs and a handed-back one
             enc2, ids2 = sb.upload(pristine, run.left())
             msg = sb.request("call", run.left(), slot=slot, inputs=enc2, out_id="t2", against=["t1"])
             info2 = msg.body
             out2, facts2, prob2 = sb.outputs(msg)
+            sb.free(ids2, run.left())
+            sb.ask("release", run.left(), ids=["t1", "t2"], poison=run.checks)
+            ref_out = reference_outputs(run, ref, pristine, reuse=False)
+            del pristine
             res2 = judge.compare(ref_out, out2, facts2, device, prob2)
             del out2
+        else:
+            del pristine
+            sb.ask("release", run.left(), ids=["t1", "t2"], poison=run.checks)
         res = res1 if not res1.passed else res2
         label = name if res.passed or not res1.passed else f"{name} (second call, after the reference)"
         v.add_trial(correctness.TrialResult(
@@ -137,9 +149,7 @@ def run_trials(run: Run, task: Any, ref: Any, slot: str, trials: list[tuple[str,
                        "buffer); allocate a new output per call")
         threads_added += sum(int(i.get("threads_added") or 0) for i in (info1, info2))
         run.silent_calls += [name for i in (info1, info2) if i and i.get("launches") == 0]
-        sb.ask("release", run.left(), ids=["t1", "t2"], poison=run.checks)
-        sb.free(ids + ids2, run.left())
-        del ref_out, pristine
+        del ref_out
         free_cached(run)
         if not res.passed:
             v.fail_check(res.check)
@@ -233,9 +243,15 @@ def phase_compile(run: Run, calibrate_clock: bool = True) -> bool:
                    fast_build=job.get("fast_build", True), device_index=job.get("device_index", 0), probe=True,
                    landlock=job.get("landlock", True), inductor_dir=_baseline_inductor_dir(run))
     v.record(sandbox={"user": sb.user_text, "confinement": str(reply.get("confinement"))[:300]})
-    run.ref, init = build_reference(run.task, run.device)
+    if run.ref is None:
+        run.ref, init = build_reference(run.task, run.device)
+    else:  # the paired reference's sandbox: the checker's model is the candidate run's, not a second copy
+        with torch.device(run.device):
+            init = run.task.get_init_inputs()
     timed = job["mode"] in ("evaluate", "baseline") and job.get("timing", True)
     run.calibration = calibrate(run) if timed and calibrate_clock else []  # before any code but ours runs there
+    if job["mode"] != "baseline":
+        cap_memory(run)
     t0 = time.perf_counter()
     try:
         if job["mode"] == "baseline":  # the reference itself, timed in a sandbox of its own like a candidate
@@ -266,6 +282,22 @@ def phase_compile(run: Run, calibrate_clock: bool = True) -> bool:
     return check_tampering(run)
 
 
+def cap_memory(run: Run) -> None:
+    """The candidate's sandbox capped at what it holds now plus an allowance sized from the task's footprint
+    (`containment.memory_cap`), before the candidate is imported; recorded in the verdict."""
+    from ..tasks import footprint
+
+    fp = footprint.try_measure(run.task)
+    allowed = memory_cap.allowance(fp.total if fp is not None else None)
+    if not allowed:
+        return
+    how = memory_cap.apply(run.sb.proc.pid, allowed, run.sb.cgroup.path if run.sb.cgroup is not None else None)
+    if how:
+        run.memory_cap = {"allowed_bytes": allowed, "footprint_bytes": fp.total if fp is not None else None,
+                          "how": how}
+        run.verdict.record(memory_cap=run.memory_cap)
+
+
 def check_tampering(run: Run) -> bool:
     changed = run.sb.ask("tamper", run.left()).get("changed") or []
     if changed:
@@ -278,8 +310,8 @@ def check_tampering(run: Run) -> bool:
 def phase_first_call(run: Run) -> bool:
     run.enter("first_call")  # NVRTC and Triton candidates compile here, at their first launch
     enc, ids = run.sb.upload(inp.make_inputs(run.task, run.device, run.seed, "task"), run.left())
-    try:
-        run.sb.ask("call", run.left(), slot="main", inputs=enc, out_id="first")
+    try:  # nothing is compared here, so nothing is handed back (a full-size copy the checker never read)
+        run.sb.ask("call", run.left(), slot="main", inputs=enc, out_id="first", send=False)
     except CandidateFailed as exc:
         forward_failed(run.verdict, exc, "at the first call of forward")
         return False
@@ -326,9 +358,10 @@ def phase_evidence(run: Run) -> bool:
                  "with the candidate's kernel, not only the calls it can tell are inspected")
     run.enter("check_ops")
     inputs = inp.make_inputs(run.task, run.device, run.seed, "task")
-    with torch.no_grad():
-        ref_ops = observe.compute_ops(observe.aten_ops(lambda: run.ref(*inp.clone_inputs(inputs))))
     enc, ids = run.sb.upload(inputs, run.left())
+    with torch.no_grad():  # on the inputs themselves (not read again): no full-size clone on either side
+        ref_ops = observe.compute_ops(observe.aten_ops(lambda: run.ref(*inputs)))
+    inputs.clear()
     reply = run.sb.ask("ops", run.left(), slot="main", inputs=enc)
     run.sb.free(ids, run.left())
     cand_ops = {(str(o[0]), str(o[1])) for o in reply.get("ops", []) if isinstance(o, list) and len(o) == 2}
@@ -361,7 +394,8 @@ def reference_run(run: Run) -> Run | None:
         return run.ref_run
     job = {**run.job, "mode": "baseline", "baselines": [], "keep_scratch": False}
     sub = Run(job=job, verdict=VerdictBuilder(job.get("task_name", ""), job["backend"]), events=Events(None),
-              sandbox=run.ref_sandbox, backend=run.backend, device=run.device, task=run.task, seed=run.seed)
+              sandbox=run.ref_sandbox, backend=run.backend, device=run.device, task=run.task, seed=run.seed,
+              ref=run.ref)
     why = ""
     try:
         if not phase_compile(sub, calibrate_clock=False):
@@ -452,10 +486,17 @@ def phase_roofline(run: Run) -> bool:
     if not cand_ms:
         return True
     run.enter("roofline")
-    inputs = inp.make_inputs(run.task, run.device, run.seed, "task")
-    nbytes, flops = roofline.count(run.ref, inputs)
+    counted = roofline.count_meta(run.task)
+    if counted is None:  # a reference the meta device cannot run: counted on the real inputs
+        inputs = inp.make_inputs(run.task, run.device, run.seed, "task")
+        counted = roofline.count(run.ref, inputs)
+        del inputs
+    nbytes, flops = counted
     ceil = roofline.ceilings(run.device, v.get("device")["name"], run.job["build_root"])
-    fp32 = all(t.dtype == torch.float32 for t in inputs if isinstance(t, torch.Tensor) and t.is_floating_point())
+    with torch.device("meta"):
+        torch.manual_seed(run.seed)
+        fp32 = all(t.dtype == torch.float32 for t in run.task.get_inputs()
+                   if isinstance(t, torch.Tensor) and t.is_floating_point())
     floor, bound = roofline.floor_ms(nbytes, flops, ceil, fp32)
     slack = roofline.SLACK["cuda" if run.device.type == "cuda" else "cpu"]
     if cand_ms < floor * slack or floor > 0.9 * cand_ms:
@@ -501,6 +542,7 @@ def phase_sabotage(run: Run) -> bool:
     run.enter("sabotage")
     inputs, ref_out, identity_sound = _sabotage_inputs(run)
     enc, ids = run.sb.upload(inputs, run.left())
+    del inputs  # the sandbox's buffers hold them; the checker keeps only the reference's outputs
     try:
         for mode in ("nan", "identity"):
             if mode == "identity" and not identity_sound:
@@ -550,7 +592,8 @@ def phase_other_init(run: Run) -> bool:
     v = run.verdict
     try:  # the reference must be buildable and finite with them; otherwise the task does not allow it
         ref, init = build_reference(run.task, run.device, init)
-        if not finite(reference_outputs(run, ref, inp.make_inputs(run.task, run.device, run.seed + 9, "task"))):
+        if not finite(reference_outputs(run, ref, inp.make_inputs(run.task, run.device, run.seed + 9, "task"),
+                                        reuse=False)):
             raise ValueError("reference not finite")
     except Exception as exc:
         v.add_trial({"trial": "other init arguments", "passed": True,

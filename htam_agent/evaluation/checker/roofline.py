@@ -38,6 +38,22 @@ def count(model: Any, inputs: list[Any]) -> tuple[int, int]:
     return _nbytes(inputs) + _nbytes(out), int(counter.get_total_flops())
 
 
+def count_meta(task: Any) -> tuple[int, int] | None:
+    """`count` on the meta device: the same shapes and FLOPs without a byte of the task's memory (a full-size
+    forward here was one more input set and output held; issue 36). None where the reference cannot run there."""
+    import torch
+
+    try:
+        with torch.device("meta"):
+            torch.manual_seed(0)
+            inputs = task.get_inputs()
+            model = task.model_cls(*task.get_init_inputs())
+        inputs = [x.to("meta") if isinstance(x, torch.Tensor) else x for x in inputs]
+        return count(model.to("meta"), inputs)
+    except Exception:
+        return None
+
+
 def _measure(device: Any) -> dict[str, float]:
     import torch
 

@@ -12,25 +12,47 @@ different times compare the machine's moments, not the code.
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
+import random
 import time
 from typing import Any
 
 import torch
 
 from ..common import observe, protocol
+from . import correctness, judge, remote_memory, timing
 from . import inputs as inp
-from . import judge, timing
 from .sandbox_client import CandidateFailed
 from .state import Run
 
 CALIBRATION_CALLS = 25
+_SECRET = random.SystemRandom()  # which pages of a timed output are touched: unknown to the candidate
 PAIRED_BLOCK = 8  # calls per block when two slots are interleaved (about 20-80 ms of a typical CPU task)
 
 
-def reference_outputs(run: Run, ref: Any, inputs: list[Any]) -> Any:
+def reference_outputs(run: Run, ref: Any, inputs: list[Any], reuse: bool = True) -> Any:
+    """The reference's outputs on `inputs`, which stay as they were when `reuse` (the caller needs them again).
+
+    Without a copy of the inputs where that is safe: the first call runs the reference on clones and sees
+    whether it writes its inputs (`Run.ref_mutates`); one that does always gets clones, one that does not gets
+    the inputs themselves, its version counters watched (a full-size clone per call was one of the copies a
+    verdict held: issue 36)."""
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    if reuse and run.ref_mutates is not False:
+        clones = inp.clone_inputs(inputs)
+        with torch.no_grad():
+            out = ref(*clones)
+        run.sync()
+        if run.ref_mutates is None:
+            run.ref_mutates = bool(inp.changed_inputs(inputs, clones))
+        return out
+    versions = [x._version for x in tensors]
     with torch.no_grad():
-        out = ref(*inp.clone_inputs(inputs))
+        out = ref(*inputs)
     run.sync()
+    if reuse and [x._version for x in tensors] != versions:
+        raise RuntimeError("the task's reference wrote its inputs in place on a later call but not on the first")
     return out
 
 
@@ -40,13 +62,19 @@ def free_cached(run: Run) -> None:
         torch.cuda.empty_cache()
 
 
+SPARE_SETS_BYTES = 256 << 20  # input sets beyond the first only while all of them together stay this small
+
+
 def fits_sets(inputs: list[Any], device: Any, n_sets: int) -> int:
-    """How many distinct input sets to rotate through while timing (fresh inputs, cheat pattern 8)."""
-    if device.type != "cuda":
-        return n_sets
+    """How many distinct input sets to rotate through while timing (fresh inputs, cheat pattern 8). Every set
+    lives in the sandbox's memory for the whole timing, so a large task rotates over one (its inputs still
+    change inside every timed window; issue 36: three 1 GiB sets in each of two sandboxes were 6 GiB)."""
     need = sum(x.untyped_storage().nbytes() for x in inputs if isinstance(x, torch.Tensor))
-    free, _ = torch.cuda.mem_get_info()
-    return max(1, min(n_sets, int(free * 0.4 // max(need, 1))))
+    n = max(1, min(n_sets, int(SPARE_SETS_BYTES // max(need, 1))))
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info()
+        n = max(1, min(n, int(free * 0.4 // max(need, 1))))
+    return n
 
 
 def _output_spec(out: Any) -> list[list[Any]]:
@@ -54,12 +82,35 @@ def _output_spec(out: Any) -> list[list[Any]]:
             if isinstance(o, torch.Tensor)]
 
 
+def _meta_output_spec(run: Run) -> list[list[Any]] | None:
+    """The reference's output shapes from a forward on the meta device (no memory), None where it cannot run
+    there."""
+    from ..tasks import footprint
+
+    fp = footprint.try_measure(run.task)
+    return None if fp is None else [[list(shape), dtype] for shape, dtype in fp.output_spec]
+
+
+def in_place(run: Run) -> bool:
+    """Whether this run's timed CPU outputs are read where they lie (`remote_memory`) rather than handed over
+    as sealed copies: on the CPU, where process_vm_readv works (`HTAM_TIMED_HANDOVER=sealed` forces the
+    copies, as a host without it would have them)."""
+    if run.device.type == "cuda" or os.environ.get("HTAM_TIMED_HANDOVER", "") == "sealed":
+        return False
+    if run.in_place is None:
+        run.in_place = remote_memory.available()
+    return run.in_place
+
+
 def calibrate(run: Run, n: int = CALIBRATION_CALLS) -> list[float]:
     """The checker's clock around timed requests of a no-op, made before any candidate code is imported:
     the same inputs' shapes, the same perturbation, flush and hand-over of outputs shaped like the
     reference's. What a timed request costs beyond the call itself (ms per request)."""
+    spec = _meta_output_spec(run)
     inputs = inp.make_inputs(run.task, run.device, run.seed + 97, "task")
-    run.sb.ask("noop_like", run.left(), outputs=_output_spec(reference_outputs(run, run.ref, inputs)))
+    if spec is None:
+        spec = _output_spec(reference_outputs(run, run.ref, inputs))
+    run.sb.ask("noop_like", run.left(), outputs=spec)
     enc, ids = run.sb.upload(inputs, run.left())
     view = run.sb.shared_values(enc)
     del inputs
@@ -68,17 +119,19 @@ def calibrate(run: Run, n: int = CALIBRATION_CALLS) -> list[float]:
     for i in range(n):
         wall, msg = _timed_request(run, "__noop__", enc, view, gen, f"cal{i}")
         protocol._close_all(msg.fds)
+        run.sb.ask("settle", run.left(), keep=None)  # as after every timed request: outside the clock
         walls.append(wall)
-    run.sb.ask("release", run.left(), ids=[f"cal{i}" for i in range(n)], poison=False)
     run.sb.free(ids, run.left())
     return walls
 
 
 def _timed_request(run: Run, slot: str, enc: Any, view: Any, gen: Any, out_id: str) -> tuple[float, Any]:
     """One timed request, clocked here: the clock starts before this call's inputs change (they are
-    revealed inside the window) and stops when the reply, with the sealed outputs, has arrived."""
+    revealed inside the window) and stops when the reply has arrived with the outputs handed over: sealed
+    copies, or (`in_place`) outputs whose pages the checker has touched where they lie."""
     change = inp.perturbation(view, gen)
     on_gpu = run.device.type == "cuda"
+    here = in_place(run)
     if on_gpu:
         torch.cuda.synchronize()
     else:  # the CPU's caches are the machine's: the checker flushes them, where no candidate can reach it
@@ -87,10 +140,74 @@ def _timed_request(run: Run, slot: str, enc: Any, view: Any, gen: Any, out_id: s
     inp.apply_perturbation(view, change)
     if on_gpu:
         torch.cuda.synchronize()  # the sandbox reads what the checker wrote
-    msg = run.sb.request("timed", run.left(), slot=slot, inputs=enc, seal=True, out_id=out_id, flush=on_gpu)
+    msg = run.sb.request("timed", run.left(), slot=slot, inputs=enc, seal=True, out_id=out_id, flush=on_gpu,
+                         in_place=here)
+    if here:
+        msg = _touch(run, msg)
     wall = (time.perf_counter_ns() - t0) / 1e6
     msg.body["change"] = change
     return wall, msg
+
+
+def _described(run: Run, msg: protocol.Message) -> list[tuple[Any, list[int], int, int]]:
+    """The outputs' (dtype, shape, address, bytes) from an in-place reply, validated."""
+    found: list[tuple[Any, list[int], int, int]] = []
+    value = msg.body.get("value")
+    if value is None:
+        return found
+    try:
+        protocol.decode_value(value, lambda d: found.append(protocol.check_addr(d)))
+    except protocol.ProtocolError as exc:
+        raise run.sb._violation(str(exc)) from exc
+    return found
+
+
+def _touch(run: Run, msg: protocol.Message) -> protocol.Message:
+    """Inside the clock: fault in sampled pages of every output where it lies. An output that cannot be read
+    there (memory mapped without access: a lazy output) is handed over as a sealed copy instead, still inside
+    the clock, as every timed output was before."""
+    pid = run.sb.proc.pid
+    try:
+        for _dtype, _shape, addr, nbytes in _described(run, msg):
+            pages = remote_memory.page_count(addr, nbytes)
+            picks = list(range(pages)) if pages <= remote_memory.TOUCH_PAGES else [0, pages - 1] + \
+                _SECRET.sample(range(pages), remote_memory.TOUCH_PAGES)
+            remote_memory.touch(pid, addr, nbytes, picks)
+        msg.body["in_place"] = msg.body.get("value") is not None
+        return msg
+    except OSError as exc:
+        if exc.errno in (errno.EPERM, errno.ENOSYS, errno.ESRCH):
+            run.in_place = False  # no access to this sandbox at all: sealed copies from the next request on
+    sealed = run.sb.request("export", run.left(), out_id="", last=True, hold=False)
+    sealed.body.update({k: v for k, v in msg.body.items() if k not in ("value", "facts", "unsendable")})
+    return sealed
+
+
+def _read_in_place(run: Run, msg: protocol.Message) -> tuple[Any, list[dict[str, Any]], str | None]:
+    """A re-checked timed output copied whole out of the sandbox, frozen meanwhile (so it is read as it was
+    at return, whatever the candidate left running); a sealed copy where it cannot be read there."""
+    facts = msg.body.get("facts")
+    if not isinstance(facts, list):
+        raise run.sb._violation("outputs without facts")
+    if msg.body.get("value") is None:
+        return None, facts, str(msg.body.get("unsendable") or "the output could not be handed back")
+    pid = run.sb.proc.pid
+    keep = {run.ref_sandbox.proc.pid} if run.ref_sandbox is not None else set()
+
+    def read(desc: Any) -> Any:
+        dtype, shape, addr, nbytes = protocol.check_addr(desc)
+        own = torch.empty(shape, dtype=dtype)
+        remote_memory.read_into(pid, addr, nbytes, own.data_ptr())
+        return own
+
+    try:
+        with run.sb.paused(keep):
+            value = protocol.decode_value(msg.body["value"], read)
+        return value, facts, None
+    except protocol.ProtocolError as exc:
+        raise run.sb._violation(str(exc)) from exc
+    except OSError:
+        return run.sb.outputs(run.sb.request("export", run.left(), out_id="", last=True, hold=False))
 
 
 def _num(x: Any) -> float:
@@ -110,8 +227,9 @@ class TimedSlot:
     window a few scattered elements change (no two calls see the same input, and nothing can be computed
     before the window). The checker keeps no copy: it remembers each set's seed and every change made to
     it, and rebuilds the exact inputs of a re-checked call from them. Which calls are re-checked is drawn
-    in advance; every timed output is sealed inside its request (at return), and a chosen one is read
-    again at the end.
+    in advance. A re-checked call's output is compared as it was at return (a copy taken right after the
+    request) and, before the next re-checked call or at the end, as it is then; every other output is let
+    go right after its request, so the sandbox holds at most one kept output and one live one (issue 36).
     """
 
     def __init__(self, run: Run, plan: timing.TimingPlan, recheck: bool, calibration: list[float],
@@ -120,7 +238,8 @@ class TimedSlot:
         self.n_sets, self.n_snapshots, self.every_set, self.slot = n_sets, n_snapshots, every_set, slot
         self.chosen: set[int] = set()
         self.changes: list[list[tuple[int, Any]]] = []  # the perturbation of each call, to rebuild its inputs
-        self.at_return: dict[int, tuple[Any, list[dict[str, Any]], str | None]] = {}
+        self.then: dict[int, correctness.OutputCheck] = {}  # re-checked calls: their output as at return
+        self.problems: list[tuple[str, str]] = []
         self.walls: list[float] = []
         self.reported: list[float] = []
         self.host: list[float] = []
@@ -135,8 +254,9 @@ class TimedSlot:
         run = self.run
         first = self._draw(0)
         self.n = fits_sets(first, run.device, self.n_sets)
-        self.uploaded = [run.sb.upload(first if s == 0 else self._draw(s), run.left()) for s in range(self.n)]
+        self.uploaded = [run.sb.upload(first, run.left())]
         del first
+        self.uploaded += [run.sb.upload(self._draw(s), run.left()) for s in range(1, self.n)]
         free_cached(run)
         self.encs = [e for e, _ in self.uploaded]
         self.views = [run.sb.shared_values(e) for e in self.encs]
@@ -154,8 +274,18 @@ class TimedSlot:
             self.chosen.update(torch.randperm(max(reps - last, 1), generator=self.gen)[:k].tolist() if k else [])
             self.chosen.update(range(max(0, reps - last), reps))
 
+    def _reference_for(self, i: int) -> Any:
+        """The reference's outputs on the exact inputs of timed call i (its set, redrawn, and every change
+        made to that set up to call i)."""
+        inputs = self._draw(i % self.n)
+        for j in range(i % self.n, i + 1, self.n):
+            inp.apply_perturbation(inputs, self.changes[j])
+        return reference_outputs(self.run, self.run.ref, inputs, reuse=False)
+
     def step(self, i: int) -> None:
         run, sb, device = self.run, self.run.sb, self.run.device
+        if i in self.chosen:
+            self._settle_kept()  # the earlier re-checked call is read again now: one kept output at a time
         s = i % self.n
         wall, msg = _timed_request(run, self.slot, self.encs[s], self.views[s], self.gen, f"sealed{i}")
         self.changes.append(msg.body.pop("change"))
@@ -168,55 +298,65 @@ class TimedSlot:
             run.silent_calls.append(f"timed call {i}")
         if i not in self.chosen:
             protocol._close_all(msg.fds)
+            sb.ask("settle", run.left(), keep=None)  # outside the clock: the output goes now
             if device.type == "cuda":
                 sb.ask("release", run.left(), ids=[f"sealed{i}"], poison=False)
             return
         if device.type == "cuda":
             protocol._close_all(msg.fds)
-            self.at_return[i] = sb.outputs(sb.request("export", run.left(), out_id=f"sealed{i}"))
+            at_return = sb.outputs(sb.request("export", run.left(), out_id=f"sealed{i}"))
+        elif msg.body.get("in_place"):
+            at_return = _read_in_place(run, msg)
         else:
-            self.at_return[i] = sb.outputs(msg)
-        sb.ask("export", run.left(), out_id=f"timed{i}", last=True)  # the live output, read again below
+            at_return = sb.outputs(msg)
+        sb.ask("settle", run.left(), keep=f"timed{i}")  # the live output, read again later
+        out, facts, prob = at_return
+        del at_return
+        ref_out = self._reference_for(i)
+        self.then[i] = judge.compare(ref_out, out, facts, device, prob)
+        del out, ref_out
+        sb.ask("release", run.left(), ids=[f"sealed{i}"], poison=False)
+        free_cached(run)
+
+    def _settle_kept(self) -> None:
+        """Read the kept re-checked outputs again (as they are now) and judge them against how they were at
+        return: incomplete then and right now is work after return; right then and wrong now, an output
+        changed afterwards (a buffer reused by a later call)."""
+        run, sb, device, n = self.run, self.run.sb, self.run.device, self.n
+        for i in sorted(self.then):
+            then = self.then.pop(i)
+            ref_out = self._reference_for(i)
+            out, facts, prob = sb.outputs(sb.request("export", run.left(), out_id=f"timed{i}"))
+            now = judge.compare(ref_out, out, facts, device, prob)
+            del out, ref_out
+            sb.ask("release", run.left(), ids=[f"timed{i}"], poison=False)
+            free_cached(run)
+            if not then.passed and not now.passed:
+                self.problems.append(("timed_output_mismatch", f"timed call {i} (input set {i % n}): {then.detail}"))
+            elif not then.passed:
+                self.problems.append(("work_after_return", f"timed call {i}: its output was incomplete when "
+                                      f"forward returned and was finished later ({then.detail})"))
+            elif not now.passed:
+                self.problems.append(("timed_output_mismatch", f"timed call {i} (input set {i % n}): its output "
+                                      f"was right when the call returned and changed afterwards ({now.detail})"))
 
     def finish(self) -> tuple[dict[str, Any], list[tuple[str, str]], judge.WallClock]:
         """The statistics of record, what the re-checks found, and the checker's clock."""
-        run, sb, device, n = self.run, self.run.sb, self.run.device, self.n
+        run, sb, device = self.run, self.run.sb, self.run.device
         t0 = time.perf_counter_ns()
         sb.ask("sync", run.left())
         wall = judge.WallClock(self.calibration, self.walls, self.reported, (time.perf_counter_ns() - t0) / 1e6)
         stats = timing.summarize(self.reported, self.host, self.warmup).as_dict()
-        problems: list[tuple[str, str]] = []
-        for i in sorted(self.at_return):
-            inputs = self._draw(i % n)
-            for j in range(i % n, i + 1, n):
-                inp.apply_perturbation(inputs, self.changes[j])
-            ref_out = reference_outputs(run, run.ref, inputs)
-            del inputs
-            out, facts, prob = sb.outputs(sb.request("export", run.left(), out_id=f"timed{i}"))
-            now = judge.compare(ref_out, out, facts, device, prob)
-            del out
-            out, facts, prob = self.at_return.pop(i)
-            then = judge.compare(ref_out, out, facts, device, prob)
-            del out, ref_out
-            free_cached(run)
-            if not then.passed and not now.passed:
-                problems.append(("timed_output_mismatch", f"timed call {i} (input set {i % n}): {then.detail}"))
-            elif not then.passed:
-                problems.append(("work_after_return", f"timed call {i}: its output was incomplete when forward "
-                                 f"returned and was finished later ({then.detail})"))
-            elif not now.passed:
-                problems.append(("timed_output_mismatch", f"timed call {i} (input set {i % n}): its output was "
-                                 f"right when the call returned and changed afterwards ({now.detail})"))
-        sb.ask("release", run.left(), ids=[f"timed{i}" for i in self.chosen] + [f"sealed{i}" for i in self.chosen],
-               poison=False)
+        del self.views
+        for _, ids in self.uploaded:  # the input sets go first: the re-checks below need room
+            sb.free(ids, run.left())
+        self._settle_kept()
+        problems = self.problems
         if self.outliving:
             ended = int(sb.ask("threads_ended", run.left()).get("ended") or 0)
             if ended:
                 problems.append(("work_after_return", f"{ended} thread(s) started inside timed calls were still "
                                  "running when forward returned and ended later"))
-        del self.views
-        for _, ids in self.uploaded:
-            sb.free(ids, run.left())
         return wall.settle(stats, device.type), problems, wall
 
 
@@ -272,6 +412,7 @@ def time_paired(run: Run, ref_run: Run, plan: timing.TimingPlan, recheck: bool, 
             with alone(side):
                 for i in range(start, min(reps, start + PAIRED_BLOCK)):
                     side.step(i)
-    (c_stats, c_problems, c_wall), (r_stats, r_problems, r_wall) = cand.finish(), ref.finish()
+    (r_stats, r_problems, r_wall) = ref.finish()  # first: its input sets go before the candidate's re-checks
+    (c_stats, c_problems, c_wall) = cand.finish()
     c_stats, r_stats = judge.settle_pair(c_stats, c_wall, r_stats, r_wall, run.device.type)
     return (c_stats, c_problems, c_wall), (r_stats, r_problems, r_wall)

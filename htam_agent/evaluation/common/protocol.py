@@ -293,6 +293,18 @@ def map_cpu(desc: dict[str, Any], fds: list[int], writable: bool) -> tuple[Any, 
     return t, m
 
 
+def check_addr(desc: Any) -> tuple[Any, list[int], int, int]:
+    """(dtype, shape, address, bytes) of an output described where it lies in the sandbox's memory (`cpu_addr`,
+    read there by the checker: checker/remote_memory.py), validated."""
+    torch = _torch()
+    dtype, shape = _check_desc(desc, ("cpu_addr",))
+    nbytes = _numel(shape) * torch.empty((), dtype=dtype).element_size()
+    addr = desc.get("addr")
+    if type(addr) is not int or addr <= 0 or addr + nbytes >= 1 << 64 or desc.get("nbytes") != nbytes:
+        raise ProtocolError(f"bad address or length in an output description: {str(desc)[:200]}")
+    return dtype, shape, addr, nbytes
+
+
 def map_cuda(desc: dict[str, Any]) -> Any:
     """Open a CUDA IPC description (validated field by field; rebuilt by torch's fixed function)."""
     torch = _torch()

@@ -96,7 +96,7 @@ STATUSES = (
 FACT_KEYS = frozenset({
     "size", "device", "phase", "seed", "tier", "builds", "build_seconds", "sandbox", "kernel_launches",
     "aten_ops", "roofline", "wall_clock", "sandbox_stderr_tail", "scratch", "leftover_processes", "no_code",
-    "not_evaluated",
+    "not_evaluated", "memory_cap",
 })
 # What the parent adds beside a finalized verdict (`with_envelope`); no builder method writes these.
 ENVELOPE_KEYS = frozenset({"wall_seconds", "checker_stderr_tail", "cached", "candidate_path", "task_id"})

@@ -86,6 +86,8 @@ class Sandbox:
         self._maps: dict[str, Any] = {}
         self.outputs: dict[str, Any] = {}
         self.last: Any = None
+        self.last_held: list[Any] = []  # dense copies of the last timed output's tensors, described in place
+        self.held: dict[str, list[Any]] = {}  # the same, of outputs kept by `settle`
         self.outliving: list[threading.Thread] = []
         self.snapshot: dict[str, Any] = {}
         self.nonce: Any = None
@@ -129,7 +131,7 @@ class Sandbox:
     def _decode(self, data: Any) -> Any:
         return protocol.decode_value(data, lambda ref: self.buffers[str(ref["buffer"])])
 
-    def _encode_outputs(self, out: Any, fds: list[int]) -> dict[str, Any]:
+    def _encode_outputs(self, out: Any, fds: list[int], export: Any = None) -> dict[str, Any]:
         flat = flatten_outputs(out)
         facts = []
         for o in flat:
@@ -141,13 +143,15 @@ class Sandbox:
             else:
                 facts.append({"tensor": False, "type": type(o).__name__})
 
-        def export(t: Any) -> dict[str, Any]:
+        def sealed(t: Any) -> dict[str, Any]:
             if type(t) is not torch.Tensor or t.layout != torch.strided or t.is_sparse:
                 t = torch.Tensor.as_subclass(t.to_dense() if t.is_sparse else t, torch.Tensor)
             return self._export(t, fds)
 
+        if export is not None:  # facts only (the caller describes the tensors itself)
+            return {"facts": facts}
         try:
-            value = protocol.encode_value(out, export)
+            value = protocol.encode_value(out, sealed)
         except protocol.ProtocolError as exc:
             return {"facts": facts, "value": None, "unsendable": str(exc)}
         return {"facts": facts, "value": value}
@@ -266,7 +270,7 @@ class Sandbox:
             out = model(*inputs)
         self.backend.synchronize()
         keep = {k: v for k, v in self.outputs.items() if k in body.get("against", [])}
-        reply = self._encode_outputs(out, fds)
+        reply = self._encode_outputs(out, fds) if body.get("send", True) else {}
         reply["aliases_input"] = _overlaps([out], list(inputs))
         reply["aliases_earlier"] = [k for k, v in keep.items() if _overlaps([out], [v])]
         reply["threads_added"] = threading.active_count() - before
@@ -278,12 +282,15 @@ class Sandbox:
         """Hand back a kept output again (as it is now), or the last timed call's output (then kept)."""
         oid = str(body["out_id"])
         if body.get("last"):
+            if not body.get("hold", True):  # a sealed copy of the last timed output, which `settle` handles
+                return self._encode_outputs(self.last, fds)
             self.outputs[oid] = self.last
         return self._encode_outputs(self.outputs[oid], fds)
 
     def op_release(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         sizes = []
         for oid in body["ids"]:
+            self.held.pop(str(oid), None)
             out = self.outputs.pop(str(oid), None)
             sizes += [t.untyped_storage().nbytes() for t in flatten_outputs(out) if isinstance(t, torch.Tensor)]
             del out
@@ -327,12 +334,14 @@ class Sandbox:
         flush is then beyond the candidate's reach and outside the checker's clock, which it would blur.
 
         With `seal`, the outputs are handed over inside this request: on the CPU as sealed memfds (their
-        content is fixed when the reply leaves), on the GPU as a device copy made now and kept as `out_id`.
+        content is fixed when the reply leaves), on the GPU as a device copy made now and kept as `out_id`;
+        with `in_place` (CPU) as where they lie, which the checker touches inside its clock and reads itself
+        (checker/remote_memory.py).
         An output whose work is deferred to its first read (a lazily mapped page, a pending stream) is
         finished inside the checker's clock, or is caught stale."""
         model = self.slots[str(body["slot"])]
         inputs = self._decode(body["inputs"])
-        self.last = None
+        self.last, self.last_held = None, []
         before, launched = set(threading.enumerate()), self.probe.launches
         self.backend.synchronize()
         if body.get("flush", True):  # the GPU's L2 is flushed here; on the CPU the checker flushes its caches
@@ -353,9 +362,42 @@ class Sandbox:
             if self.device.type == "cuda":
                 self.outputs[str(body["out_id"])] = _device_copy(out)
                 torch.cuda.synchronize()
+            elif body.get("in_place"):  # where the outputs lie here: the checker reads them itself
+                reply.update(self._describe_outputs(out))
             else:
                 reply.update(self._encode_outputs(out, fds))
         return reply
+
+    def _describe_outputs(self, out: Any) -> dict[str, Any]:
+        """The outputs' facts and, per tensor, the address and length of its bytes in this process (a dense copy
+        made first where a tensor is not contiguous, held with the output until `settle`)."""
+        reply = self._encode_outputs(out, [], export=lambda t: None)
+        held: list[Any] = []
+
+        def where(t: Any) -> dict[str, Any]:
+            t = torch.Tensor.as_subclass(t.to_dense() if t.is_sparse else t, torch.Tensor).detach()
+            if not t.is_contiguous():
+                t = t.contiguous()
+            held.append(t)
+            return {"kind": "cpu_addr", "addr": t.data_ptr(), "nbytes": t.numel() * t.element_size(),
+                    "dtype": protocol.dtype_name(t.dtype), "shape": list(t.shape)}
+
+        try:
+            reply["value"] = protocol.encode_value(out, where)
+        except protocol.ProtocolError as exc:
+            reply.update(value=None, unsendable=str(exc))
+        self.last_held = held
+        return reply
+
+    def op_settle(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """After a timed request, outside the checker's clock: keep the last output under `keep` (to be read
+        again later) or let it go now, so that freeing a large output is in no timed request."""
+        keep = body.get("keep")
+        if keep:
+            self.outputs[str(keep)] = self.last
+            self.held[str(keep)] = self.last_held
+        self.last, self.last_held = None, []
+        return {}
 
     def op_threads_ended(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         ended = [t for t in self.outliving if not t.is_alive()]
@@ -369,9 +411,8 @@ class Sandbox:
     def op_ops(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         model = self.slots[str(body["slot"])]
         inputs = self._decode(body["inputs"])
-        with torch.no_grad():
-            ops = observe.compute_ops(observe.aten_ops(lambda: model(*[
-                x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])))
+        with torch.no_grad():  # on the buffers themselves: they are freed after this request
+            ops = observe.compute_ops(observe.aten_ops(lambda: model(*inputs)))
         return {"ops": sorted([list(o) for o in ops])}
 
     def op_sabotage(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
