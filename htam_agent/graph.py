@@ -17,12 +17,12 @@ from langgraph.graph import END, START, StateGraph
 
 from htam_agent.context import RunContext
 from htam_agent.nodes.analyze import analyze
-from htam_agent.nodes.evaluate import evaluate, fan_out, route_after_evaluate
+from htam_agent.nodes.evaluate import evaluate, route_after_evaluate
 from htam_agent.nodes.finalize import finalize
 from htam_agent.nodes.generate import generate
 from htam_agent.nodes.prepare import prepare
 from htam_agent.nodes.retrieve import retrieve
-from htam_agent.nodes.review import review
+from htam_agent.nodes.review import fan_out, review
 from htam_agent.nodes.select_direction import select_direction
 from htam_agent.nodes.update_memory import route_after_update, update_memory
 from htam_agent.state import AgentState

@@ -9,7 +9,7 @@ overwriting the others, and the evaluate node's verdict replaces its pending rec
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Required, TypedDict
 
 
 class Analysis(TypedDict, total=False):
@@ -98,12 +98,17 @@ def merge_candidates(left: list[CandidateRecord] | None, right: list[CandidateRe
 
 
 class AgentState(TypedDict, total=False):
-    # --- input -----------------------------------------------------------------------------------------
-    task_path: str
-    task_source: str
-    run_id: str
+    """Required: what `prepare`, the graph's first node, writes from the run's input (only `task_path` must be
+    given; `task_source`, `run_id` and `task_name` are derived when absent), so every later node reads them
+    with `state[...]`. The others start as STATE_DEFAULTS, which `prepare` writes too."""
+
+    # --- input, completed by prepare ------------------------------------------------------------------
+    task_path: Required[str]
+    task_source: Required[str]
+    run_id: Required[str]
+    task_name: Required[str]                    # the task file's stem unless the input names it
     # --- per step (overwritten) -----------------------------------------------------------------------
-    step: int                                   # the step being worked on (0-based)
+    step: Required[int]                         # the step being worked on (0-based)
     analysis: Analysis
     direction: DirectionChoice
     strategies: list[dict[str, Any]]            # StrategyBrief fields
@@ -114,11 +119,15 @@ class AgentState(TypedDict, total=False):
     history: Annotated[list[StepRecord], operator.add]
     best: Best | None
     stop_reason: str | None
-    task_name: str
+
+
+#: The one default of each field that is not required: what `prepare` starts a run with.
+STATE_DEFAULTS: dict[str, Any] = {"analysis": {}, "direction": {}, "strategies": [], "notes": [], "human": None,
+                                  "candidates": [], "history": [], "best": None, "stop_reason": None}
 
 
 def step_candidates(state: AgentState, step: int | None = None) -> list[CandidateRecord]:
-    s = state.get("step", 0) if step is None else step
+    s = state["step"] if step is None else step
     return [c for c in state.get("candidates", []) if c.get("step") == s]
 
 

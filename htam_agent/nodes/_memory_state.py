@@ -3,12 +3,17 @@ memory status is `evaluation.readout.Readout`'s (the one reader of verdicts)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from htam_agent.context import RunContext
 from htam_agent.evaluation.parent.readout import Readout
 from htam_agent.state import AgentState, measured_by_step
 
+if TYPE_CHECKING:  # the schema imports pydantic: loaded when a node needs it, not with the graph
+    from htam_agent.memory.schema import HistoryStep, MemoryState
 
-def memory_state(state: AgentState, ctx: RunContext):  # -> htam_agent.memory.schema.MemoryState
+
+def memory_state(state: AgentState, ctx: RunContext) -> MemoryState:
     from htam_agent.memory.schema import OP_CLASSES, MemoryState, StateKey
 
     a = state.get("analysis") or {}
@@ -68,7 +73,7 @@ def task_memory(state: AgentState, ctx: RunContext):  # -> htam_agent.memory.sch
     return TaskMemory(tuple(attempts))
 
 
-def history_steps(state: AgentState):  # -> list[HistoryStep]
+def history_steps(state: AgentState) -> list[HistoryStep]:
     """The run's path, oldest first. A step that did not improve the best counts as failed for the
     policy's "just failed" term, so a direction that stopped paying off is not taken again and again."""
     from htam_agent.memory.schema import HistoryStep

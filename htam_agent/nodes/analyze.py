@@ -204,7 +204,7 @@ def status_of(state: AgentState) -> str:
     if best:
         frac = best.get("roofline_fraction")
         return "near_roofline" if frac is not None and frac >= NEAR_ROOFLINE else "correct_slow"
-    step = state.get("step", 0)
+    step = state["step"]
     if step == 0:
         return "none"
     last = list(latest_per_variant(step_candidates(state, step - 1)).values())
@@ -271,6 +271,6 @@ def analyze(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     desc = f"Reference ops: {shown}.{sizes} {why}; {speed}."
     analysis: Analysis = {"op_class": op_class, "bottleneck": bottleneck, "status": status, "description": desc,
                           "ops": ops, "features": features_of(ops), "shapes": shapes}
-    get_stream_writer()({"event": "analyze", "step": state.get("step", 0), "op_class": op_class,
+    get_stream_writer()({"event": "analyze", "step": state["step"], "op_class": op_class,
                          "bottleneck": bottleneck, "status": status, "backend": ctx.backend})
     return {"analysis": analysis}

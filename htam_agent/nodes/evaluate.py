@@ -16,6 +16,7 @@ from langgraph.types import Send
 
 from htam_agent.context import RunContext
 from htam_agent.evaluation.parent.readout import Readout
+from htam_agent.nodes.generate import generation_task
 from htam_agent.run.artifacts import RunArtifacts
 from htam_agent.run.resources import gateway_for
 from htam_agent.state import (
@@ -23,7 +24,6 @@ from htam_agent.state import (
     CandidateRecord,
     evaluations_left,
     latest_per_variant,
-    measured_by_step,
     step_candidates,
 )
 
@@ -32,7 +32,7 @@ _REPAIRABLE = {"compile_error", "runtime_error", "incorrect", "invalid_candidate
 
 def evaluate(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
-    step = state.get("step", 0)
+    step = state["step"]
     art = RunArtifacts(ctx.runs_path(), state["run_id"])
     write = get_stream_writer()
     pending = [c for c in step_candidates(state) if c.get("verdict") is None]
@@ -41,13 +41,13 @@ def evaluate(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     for cand in pending:
         compiled = cand.get("compile")
         if not cand.get("code"):
-            verdict = gateway.no_code(state.get("task_name", ""), cand.get("error") or "")
+            verdict = gateway.no_code(state["task_name"], cand.get("error") or "")
         elif compiled and Readout(compiled).status != "accepted":
             verdict = compiled
         else:
             from htam_agent.evaluation.parent.candidate import Candidate
 
-            name = f"{state.get('task_name', 'task')}_s{step}_v{cand['variant']}_r{cand['repair']}"
+            name = f"{state['task_name']}_s{step}_v{cand['variant']}_r{cand['repair']}"
             verdict = gateway.benchmark(Candidate.of(state["task_path"], cand["code"], name=name,
                                                      task_source=state["task_source"]))
         art.write_verdict(step, cand["variant"], cand["repair"], verdict)
@@ -75,10 +75,8 @@ def route_after_evaluate(state: AgentState, runtime: Runtime[RunContext]) -> lis
             continue
         if read.no_code and not last.get("uses_llm"):
             continue  # a deterministic coder that wrote nothing will write nothing again
-        sends.append(Send("generate", {
-            **base_payload(state), "variant": variant, "repair": last.get("repair", 0) + 1,
-            "failed_code": last.get("code"), "feedback": feedback_of(verdict),
-        }))
+        sends.append(Send("generate", generation_task(state, variant, repair=last.get("repair", 0) + 1,
+                                                      failed_code=last.get("code"), feedback=feedback_of(verdict))))
     left = evaluations_left(state, ctx.max_evaluations)
     if left is not None:
         sends = sends[:left]
@@ -88,59 +86,3 @@ def route_after_evaluate(state: AgentState, runtime: Runtime[RunContext]) -> lis
 def feedback_of(verdict: dict[str, Any]) -> str:
 
     return Readout(verdict).feedback()
-
-
-#: the newest attempts whose code travels with every generation branch (the exemplar coder reads its knobs from
-#: it; its spaces hold at most 17 variants): bounds what each `Send` adds to the checkpoint on long LLM runs
-TRIED_WITH_CODE = 24
-
-
-def tried_payload(state: AgentState) -> list[dict[str, Any]]:
-    """This task's candidates of finished steps (each variant's last repair, with a real verdict), oldest first:
-    what the coders are told was already measured, so that none writes it again (the code of the newest
-    TRIED_WITH_CODE only)."""
-
-    out = []
-    for step, measured in measured_by_step(state).items():
-        for c in measured:
-            if not c.get("code"):
-                continue
-            r = Readout(c["verdict"])
-            out.append({"step": step, "direction": c.get("direction"), "strategies": list(c.get("strategy_ids") or []),
-                        "accepted": r.accepted, "speedup_vs_eager": r.speedup_vs_eager, "outcome": r.outcome(),
-                        "code": c["code"]})
-    for old in out[:-TRIED_WITH_CODE]:
-        old["code"] = ""
-    return out
-
-
-def base_payload(state: AgentState) -> dict[str, Any]:
-    best = state.get("best") or {}
-    direction = state.get("direction") or {}
-    return {
-        "run_id": state["run_id"], "task_path": state["task_path"], "task_source": state["task_source"],
-        "task_name": state.get("task_name", ""), "op_class": (state.get("analysis") or {}).get("op_class", "other"),
-        "step": state.get("step", 0), "direction": direction.get("id"),
-        "direction_reason": direction.get("reason", ""), "strategies": state.get("strategies", []),
-        "notes": state.get("notes", []), "best_code": best.get("code"), "best_verdict": best.get("verdict"),
-        "failed_code": None, "feedback": "", "given_code": None, "repair": 0,
-        "portfolio": direction.get("portfolio", []), "advice": direction.get("advice", []),
-        "tried": tried_payload(state),
-    }
-
-
-def fan_out(state: AgentState, runtime: Runtime[RunContext]) -> list[Send] | str:
-    """After review: one generation branch per candidate of the step (or the person's code, or stop)."""
-    ctx = runtime.context
-    if state.get("stop_reason"):
-        return "finalize"
-    human = state.get("human") or {}
-    if human.get("action") == "code":
-        return [Send("generate", {**base_payload(state), "variant": 0, "given_code": human["code"]})]
-    n = ctx.candidates
-    left = evaluations_left(state, ctx.max_evaluations)
-    if left is not None:
-        n = min(n, left)
-    if n <= 0:
-        return "finalize"
-    return [Send("generate", {**base_payload(state), "variant": i}) for i in range(n)]

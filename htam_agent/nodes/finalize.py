@@ -36,7 +36,7 @@ def build_result(state: AgentState, ctx: RunContext, art: RunArtifacts, wall: fl
     steps = [dict(h) for h in state.get("history", [])]  # the step records as they are
     best_path = str(art.root / "best_kernel.py") if best.get("code") else None
     return RunResult(
-        run_id=state["run_id"], task=state.get("task_name", ""), task_path=state["task_path"], backend=ctx.backend,
+        run_id=state["run_id"], task=state["task_name"], task_path=state["task_path"], backend=ctx.backend,
         coder=coders[-1] if coders else ("exemplar" if ctx.coder_kind == "exemplar" else str(ctx.model)),
         uses_llm=uses_llm, method=method_name(ctx), correct=bool(best), best_speedup_vs_eager=best.get(
             "speedup_vs_eager"), best_speedup_vs_compile=best.get("speedup_vs_compile"),

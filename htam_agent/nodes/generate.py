@@ -19,22 +19,28 @@ from htam_agent.coder.base import (
     CodeProposal,
     CodeRequest,
     DirectionAdvice,
+    SpaceExhausted,
     StrategyBrief,
     TriedCandidate,
     UnsupportedTask,
 )
+from htam_agent.coder.exemplar.common import MAX_VARIANTS
 from htam_agent.context import RunContext
+from htam_agent.evaluation.parent.readout import Readout
 from htam_agent.memory.cards import plan_text
 from htam_agent.run.artifacts import RunArtifacts
 from htam_agent.run.resources import coder_for, gateway_for
-from htam_agent.state import CandidateRecord
+from htam_agent.state import AgentState, CandidateRecord, measured_by_step
 
 #: prefix of the error of a coder that cannot handle the task at all (the run stops: it will not change)
 UNSUPPORTED = "unsupported task"
+#: prefix of the error of a deterministic coder that has written everything it can for the task (the run stops)
+EXHAUSTED = "space exhausted"
 
 
-class GenerationTask(TypedDict, total=False):
-    """The payload of one Send: everything a branch needs (branches do not see the graph state)."""
+class GenerationTask(TypedDict):
+    """The payload of one Send: everything a branch needs (branches do not see the graph state). Every key is
+    set, by `generation_task`, the only place one is built (review's fan-out and evaluate's repairs)."""
 
     run_id: str
     task_path: str
@@ -56,6 +62,46 @@ class GenerationTask(TypedDict, total=False):
     portfolio: list[dict[str, Any]]   # one slot per candidate: {"id": direction, "strategies": [...]}
     advice: list[dict[str, Any]]      # the ranked directions with their evidence
     tried: list[dict[str, Any]]       # this task's earlier candidates (nodes.evaluate.tried_payload)
+
+
+#: the newest attempts whose code travels with every generation branch (the exemplar coder reads its knobs from
+#: it, so all of its space must fit): bounds what each `Send` adds to the checkpoint on long LLM runs
+TRIED_WITH_CODE = MAX_VARIANTS
+
+
+def tried_payload(state: AgentState) -> list[dict[str, Any]]:
+    """This task's candidates of finished steps (each variant's last repair, with a real verdict), oldest first:
+    what the coders are told was already measured, so that none writes it again (the code of the newest
+    TRIED_WITH_CODE only)."""
+
+    out = []
+    for step, measured in measured_by_step(state).items():
+        for c in measured:
+            if not c.get("code"):
+                continue
+            r = Readout(c["verdict"])
+            out.append({"step": step, "direction": c.get("direction"), "strategies": list(c.get("strategy_ids") or []),
+                        "accepted": r.accepted, "speedup_vs_eager": r.speedup_vs_eager, "outcome": r.outcome(),
+                        "code": c["code"]})
+    for old in out[:-TRIED_WITH_CODE]:
+        old["code"] = ""
+    return out
+
+
+def generation_task(state: AgentState, variant: int, *, repair: int = 0, failed_code: str | None = None,
+                    feedback: str = "", given_code: str | None = None) -> GenerationTask:
+    """The payload of the branch that writes `variant` of the step (its `repair`-th attempt), from the state."""
+    best = state.get("best") or {}
+    direction = state.get("direction") or {}
+    return GenerationTask(
+        run_id=state["run_id"], task_path=state["task_path"], task_source=state["task_source"],
+        task_name=state["task_name"], op_class=(state.get("analysis") or {}).get("op_class", "other"),
+        step=state["step"], variant=variant, repair=repair, direction=direction.get("id"),
+        direction_reason=direction.get("reason", ""), strategies=state.get("strategies", []),
+        notes=state.get("notes", []), best_code=best.get("code"), best_verdict=best.get("verdict"),
+        failed_code=failed_code, feedback=feedback, given_code=given_code,
+        portfolio=direction.get("portfolio", []), advice=direction.get("advice", []), tried=tried_payload(state),
+    )
 
 
 def assignment(task: GenerationTask) -> tuple[str | None, list[dict[str, Any]]]:
@@ -99,6 +145,9 @@ def _propose(task: GenerationTask, ctx: RunContext) -> CodeProposal:
     except UnsupportedTask as exc:
         return CodeProposal(code=None, coder=getattr(coder, "name", "?"), uses_llm=coder.uses_llm,
                             error=f"{UNSUPPORTED}: {exc}")
+    except SpaceExhausted as exc:
+        return CodeProposal(code=None, coder=getattr(coder, "name", "?"), uses_llm=coder.uses_llm,
+                            error=f"{EXHAUSTED}: {exc}")
 
 
 def generate(task: GenerationTask, runtime: Runtime[RunContext]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 
 from htam_agent.context import RunContext
 from htam_agent.run.artifacts import RunArtifacts, new_run_id
-from htam_agent.state import AgentState
+from htam_agent.state import STATE_DEFAULTS, AgentState
 
 
 def prepare(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -28,5 +28,5 @@ def prepare(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if not (art.root / "run.json").exists():
         art.write_run({"run_id": run_id, "task_path": str(path), "task_name": name, "started": time.time(),
                        "context": ctx.as_dict()})
-    return {"task_path": str(path), "task_source": source, "task_name": name, "run_id": run_id, "step": 0,
-            "best": None, "stop_reason": None, "human": None}
+    return {**STATE_DEFAULTS, "task_path": str(path), "task_source": source, "task_name": name, "run_id": run_id,
+            "step": 0}

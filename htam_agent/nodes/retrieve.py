@@ -68,7 +68,7 @@ def retrieve(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         top = update["strategies"][0]
         update["direction"] = {"id": top["direction"], "reason": f"flat retrieval: best hit {top['id']}",
                                "score": None, "alternatives": [], "chosen_by": "flat"}
-    get_stream_writer()({"event": "strategies", "step": state.get("step", 0),
+    get_stream_writer()({"event": "strategies", "step": state["step"],
                          "strategies": [s["id"] for s in update["strategies"]],
                          "portfolio": {p["id"]: [s["id"] for s in p.get("strategies", [])]
                                        for p in (update.get("direction") or {}).get("portfolio", [])},

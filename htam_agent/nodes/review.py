@@ -14,14 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.runtime import Runtime
-from langgraph.types import interrupt
+from langgraph.types import Send, interrupt
 
 from htam_agent.context import RunContext
 from htam_agent.nodes._memory_state import memory_state
+from htam_agent.nodes.generate import generation_task
 from htam_agent.nodes.retrieve import brief
 from htam_agent.run.artifacts import RunArtifacts
 from htam_agent.run.resources import memory_for
-from htam_agent.state import AgentState
+from htam_agent.state import AgentState, evaluations_left
 
 ACTIONS = ("accept", "direction", "code", "stop")
 
@@ -43,7 +44,7 @@ def _normalize(answer: Any) -> dict[str, Any]:
 
 def _record(state: AgentState, ctx: RunContext, direction: dict[str, Any], strategies: list[dict[str, Any]],
             human: dict[str, Any] | None) -> None:
-    RunArtifacts(ctx.runs_path(), state["run_id"]).write_direction(state.get("step", 0), {
+    RunArtifacts(ctx.runs_path(), state["run_id"]).write_direction(state["step"], {
         "direction": direction, "strategies": strategies, "notes": state.get("notes", []),
         "analysis": {k: v for k, v in (state.get("analysis") or {}).items() if k != "ops"}, "person": human})
 
@@ -56,8 +57,8 @@ def review(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         return {"human": None}
     mem = memory_for(ctx)
     answer = _normalize(interrupt({
-        "step": state.get("step", 0),
-        "task": state.get("task_name"),
+        "step": state["step"],
+        "task": state["task_name"],
         "direction": direction.get("id"),
         "reason": direction.get("reason", ""),
         "alternatives": direction.get("alternatives", []),
@@ -83,3 +84,20 @@ def review(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
             {k: v for k, v in answer.items() if k != "code"} | ({"code_chars": len(answer["code"])}
                                                                  if answer.get("code") else {}))
     return update
+
+
+def fan_out(state: AgentState, runtime: Runtime[RunContext]) -> list[Send] | str:
+    """Review's outgoing edge: one generation branch per candidate of the step (or the person's code, or stop)."""
+    ctx = runtime.context
+    if state.get("stop_reason"):
+        return "finalize"
+    human = state.get("human") or {}
+    if human.get("action") == "code":
+        return [Send("generate", generation_task(state, 0, given_code=human["code"]))]
+    n = ctx.candidates
+    left = evaluations_left(state, ctx.max_evaluations)
+    if left is not None:
+        n = min(n, left)
+    if n <= 0:
+        return "finalize"
+    return [Send("generate", generation_task(state, i)) for i in range(n)]

@@ -31,7 +31,7 @@ ADVICE_SIZE = 4
 def _ranked(state: AgentState, ctx: RunContext) -> list[Any]:
     mem = memory_for(ctx)
     assert mem is not None
-    return mem.select_directions(memory_state(state, ctx), history_steps(state), seed=ctx.seed + state.get("step", 0),
+    return mem.select_directions(memory_state(state, ctx), history_steps(state), seed=ctx.seed + state["step"],
                                  task=task_memory(state, ctx), use_transitions=ctx.use_transitions)
 
 
@@ -44,7 +44,7 @@ def portfolio(ids: list[str], k: int) -> list[str]:
 
 def select_direction(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
-    step = state.get("step", 0)
+    step = state["step"]
     k = max(1, ctx.candidates)
     if ctx.memory_mode != "htam":
         # none: no memory at all; flat: the retrieve node picks the direction of the best flat hit
@@ -60,7 +60,7 @@ def select_direction(state: AgentState, runtime: Runtime[RunContext]) -> dict[st
         if ctx.direction_policy == "random":
             # seeded by what the bench varies (seed, task, step), not the run id (new every run): the baseline
             # draws the same directions when the same bench is run again
-            rng = random.Random(f"{ctx.seed}:{state.get('task_name', '')}:{step}")
+            rng = random.Random(f"{ctx.seed}:{state['task_name']}:{step}")
             slots = portfolio(rng.sample(ids, len(ids)), k)
             reason, chosen_by = "random direction (baseline policy)", "random"
             advice = []  # the baseline gives no ranking to follow

@@ -10,7 +10,7 @@ twice.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
@@ -22,16 +22,21 @@ from htam_agent.nodes._memory_state import (
     memory_state,
     state_key_list,
 )
-from htam_agent.nodes.generate import UNSUPPORTED
+from htam_agent.nodes.generate import EXHAUSTED, UNSUPPORTED
 from htam_agent.run.resources import memory_for
 from htam_agent.state import (
     AgentState,
     Best,
+    CandidateRecord,
     StepRecord,
     evaluations_used,
     latest_per_variant,
     step_candidates,
 )
+
+if TYPE_CHECKING:  # the memory's modules load with the memory, not with the graph
+    from htam_agent.memory.htam import HTAMemory
+    from htam_agent.memory.schema import HistoryStep, MemoryState, Strategy
 
 
 def _speed(c: dict[str, Any]) -> float:
@@ -40,7 +45,7 @@ def _speed(c: dict[str, Any]) -> float:
 
 def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
-    step = state.get("step", 0)
+    step = state["step"]
     cands = step_candidates(state)
     accepted = [c for c in cands if Readout(c.get("verdict")).accepted]
     chosen = max(accepted, key=_speed) if accepted else (max(cands, key=lambda c: (c.get("repair", 0),
@@ -64,12 +69,14 @@ def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, 
                                   speedup_vs_eager=speed, speedup_vs_compile=read.speedup_vs_compile,
                                   roofline_fraction=read.roofline_fraction)
 
-    # a coder that cannot handle the task says nothing about the direction: no transition is recorded
+    # a coder that cannot handle the task, or has nothing new to write, says nothing about the direction: no
+    # transition is recorded
     unsupported = bool(cands) and all((c.get("error") or "").startswith(UNSUPPORTED) for c in cands)
+    exhausted = bool(cands) and all((c.get("error") or "").startswith((UNSUPPORTED, EXHAUSTED)) for c in cands)
     finals = [c for _, c in sorted(latest_per_variant(cands).items())]
     mem = memory_for(ctx)
     learned: str | None = None
-    if mem is not None and ctx.learn and direction.get("id") and not unsupported:
+    if mem is not None and ctx.learn and direction.get("id") and not exhausted:
         mstate = memory_state(state, ctx)
         history = history_steps(state)
         known = mem.strategies()
@@ -78,7 +85,7 @@ def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, 
         if improved and chosen is not None and chosen.get("code"):
             card = mem.learn_card(mstate, chosen.get("direction") or direction["id"], code=chosen["code"] or "",
                                   plan=chosen.get("plan", ""), speedup_after=read.speedup_vs_eager,
-                                  built_on=chosen.get("strategy_ids") or [], task_id=state.get("task_name", ""),
+                                  built_on=chosen.get("strategy_ids") or [], task_id=state["task_name"],
                                   run_id=state["run_id"], step=step)
             learned = card.id if card is not None else None
 
@@ -98,8 +105,9 @@ def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, 
 
     best = update.get("best") or prev_best
     stop = state.get("stop_reason")
-    if not stop and unsupported and not any(c.get("uses_llm") for c in cands):
-        stop = "unsupported"  # a deterministic coder will not change its mind at the next step
+    if not stop and exhausted and not any(c.get("uses_llm") for c in cands):
+        # a deterministic coder will not change its mind at the next step
+        stop = "unsupported" if unsupported else "space_exhausted"
     if not stop:
         spent = evaluations_used(state)  # this step's verdicts are already in the state
         if step + 1 >= ctx.steps or (ctx.max_evaluations is not None and spent >= ctx.max_evaluations):
@@ -118,13 +126,13 @@ def update_memory(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, 
     return update
 
 
-def _record_candidate(mem: Any, state: AgentState, c: dict[str, Any], direction: str, mstate: Any,
-                      history: list[Any], known: dict[str, Any], step: int) -> None:
+def _record_candidate(mem: HTAMemory, state: AgentState, c: CandidateRecord, direction: str, mstate: MemoryState,
+                      history: list[HistoryStep], known: dict[str, Strategy], step: int) -> None:
     """One event per candidate (its last repair) with a real verdict, under what it applied."""
     from htam_agent.memory.schema import Outcome
 
     read = Readout(c.get("verdict"))
-    if not read.recorded or read.not_evaluated or (c.get("error") or "").startswith(UNSUPPORTED):
+    if not read.recorded or read.not_evaluated or (c.get("error") or "").startswith((UNSUPPORTED, EXHAUSTED)):
         return
     if direction not in mem.directions:
         return  # a declared direction the memory does not know (the coder's parser only passes known ones)
@@ -135,13 +143,13 @@ def _record_candidate(mem: Any, state: AgentState, c: dict[str, Any], direction:
                       failed_reason="" if accepted else read.reason[:500])
     strategies = [s for s in c.get("strategy_ids") or [] if s in known]
     how = "declared" if c.get("declared") else "assigned"
-    note = (f"{state.get('task_name')}: direction {direction} ({how}) with {', '.join(strategies) or 'no strategy'}"
+    note = (f"{state['task_name']}: direction {direction} ({how}) with {', '.join(strategies) or 'no strategy'}"
             f" -> {read.status}" + (f", {speed:.2f}x over eager" if speed else "")
             + ("" if accepted else f" ({read.reason[:200]})"))
     variant = c.get("variant", 0)
     uid = f"{state['run_id']}:{step}" + (f":v{variant}" if variant else "")
     mem.record(mstate, direction, strategies, outcome, history=history, note=note,
-               task_id=state.get("task_name", ""), run_id=state["run_id"], uid=uid)
+               task_id=state["task_name"], run_id=state["run_id"], uid=uid)
 
 
 def route_after_update(state: AgentState) -> str:

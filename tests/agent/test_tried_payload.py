@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from htam_agent.nodes.evaluate import TRIED_WITH_CODE, tried_payload
+from htam_agent.nodes.generate import TRIED_WITH_CODE, tried_payload
 
 OK = {"status": "accepted", "accepted": True, "speedup_vs_eager": 1.5, "roofline": {"fraction": 0.4},
       "reason": "accepted: correct on all trials"}
