@@ -17,6 +17,11 @@ class UnsupportedTask(Exception):
     """The coder cannot write a candidate for this task (the message says why and what to configure)."""
 
 
+class SpaceExhausted(Exception):
+    """A deterministic coder has measured everything it can write for this task: a new step would only submit
+    an earlier candidate again (a wasted evaluation shown as a new one), so the run stops instead."""
+
+
 @dataclass(frozen=True)
 class StrategyBrief:
     """A retrieved local strategy as a coder sees it: id, title, why it applies, and the backend's sketch."""

@@ -139,7 +139,7 @@ class RunResult:
     input_tokens: int
     output_tokens: int
     wall_seconds: float
-    stop_reason: str                 # budget | target_speedup | roofline | interrupted | error
+    stop_reason: str                 # budget | target_speedup | roofline | space_exhausted | unsupported | ...
     steps: list[StepRecord] = field(default_factory=list)  # the graph's own step records (state.history)
     error: str = ""
     #: the best verdict's medians and roofline (verdict_facts); None: read back from the artifact folder

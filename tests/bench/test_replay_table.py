@@ -112,6 +112,25 @@ def test_a_real_graph_run_replays_every_step_from_the_table(tmp_path, table):
     assert res["best_speedup_vs_eager"] == max(sp)
 
 
+def test_a_run_that_measured_the_whole_space_stops_instead_of_submitting_old_code(tmp_path, table):
+    """Given more steps than the offline coder has variants, the run measures each variant once, then stops
+    (space_exhausted) instead of submitting an earlier candidate again as if it were new."""
+    from htam_agent.agent import run_optimization
+
+    task = "elementwise_swish"
+    size = len(enumerate_candidates((SUITE_DIR / f"{task}.py").read_text(), "cuda", task))
+    gw = TableGateway(table, "cuda")
+    ctx = RunContext(backend="cuda", coder="exemplar", evaluation="replay", max_repairs=0, steps=size + 3,
+                     candidates=1, memory_mode="none", learn=False, runs_dir=str(tmp_path / "runs"),
+                     roofline_stop=10.0)  # no early stop near the roofline: the space is what ends the run
+    res = run_optimization(str(SUITE_DIR / f"{task}.py"), ctx, evaluator=gw, run_id="r1").as_dict()
+    assert res["stop_reason"] == "space_exhausted"
+    assert gw.calls == size and gw.misses == 0  # every variant once, none twice
+    codes = [p.read_text() for p in sorted((tmp_path / "runs" / "r1").rglob("*.py"))
+             if "ModelNew" in p.read_text() and "Best kernel" not in p.read_text()]  # each step's, not the best's copy
+    assert len(codes) == len(set(codes)) == size
+
+
 @pytest.mark.slow
 def test_learning_records_table_answers_and_skips_what_was_not_evaluated(tmp_path):
     """htam with learning on, against a table missing each task's first variants: every answered step is an

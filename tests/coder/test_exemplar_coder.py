@@ -166,8 +166,13 @@ def test_never_writes_a_candidate_the_task_already_measured():
         assert p.code in space  # still inside the enumerated space (its verdicts exist)
         seen.append(p.code)
     assert set(seen) == space
-    last = coder.propose(_req(stem, "cuda", direction="memory_access", best_code=best, tried=_tried(*seen)))
-    assert "measured already" in last.reply  # a space used up is said, not hidden
+    # a space used up is said, not hidden behind an earlier candidate submitted again: with guidance or without
+    from htam_agent.coder.base import SpaceExhausted
+
+    with pytest.raises(SpaceExhausted, match="measured already"):
+        coder.propose(_req(stem, "cuda", direction="memory_access", best_code=best, tried=_tried(*seen)))
+    with pytest.raises(SpaceExhausted, match="measured already"):
+        coder.propose(_req(stem, "cuda", step=len(space), tried=_tried(*seen)))
 
 
 def test_a_move_onto_a_measured_variant_takes_the_nearest_untried_one():

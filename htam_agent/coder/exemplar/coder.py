@@ -18,7 +18,7 @@ from typing import Any
 from htam_agent.backend_registry import UnknownBackend
 from htam_agent.backend_registry import spec as backend_spec
 
-from ..base import CodeProposal, CodeRequest, UnsupportedTask
+from ..base import CodeProposal, CodeRequest, SpaceExhausted, UnsupportedTask
 from .common import Knobs, apply_move, parse_header, sanitize, variant_id
 from .families import family_module
 from .patterns import recognize
@@ -93,7 +93,11 @@ def plan(request: CodeRequest) -> Plan:
         # no memory guidance at all (the refine / best-of-n / one-shot baselines): walk the curated space in
         # its fixed order, one new variant per step and per candidate, skipping what this task already measured
         k = (request.step + request.variant) % len(curated)
-        k = next((j % len(curated) for j in range(k, k + len(curated)) if curated[j % len(curated)] not in tried), k)
+        k = next((j % len(curated) for j in range(k, k + len(curated)) if curated[j % len(curated)] not in tried),
+                 None)
+        if k is None:
+            raise SpaceExhausted(f"exemplar coder: every variant of this task's space ({len(curated)} on "
+                                 f"{request.backend}) was measured already; nothing new to write")
         return Plan(pattern, request.backend, base, dict(curated[k]), (),
                     f"no direction or strategy given: variant {k} of {len(curated)} in the fixed sweep order")
     start, origin = base, "the family's default"
@@ -131,9 +135,8 @@ def plan(request: CodeRequest) -> Plan:
     later = [curated[(i + d) % len(curated)] for d in range(1, len(curated))]
     nxt = next((c for c in later if c != start and c not in tried), None)
     if nxt is None:
-        return Plan(pattern, request.backend, start, start, (),
-                    f"{origin}, unchanged: no strategy or direction move applies and every other variant of the "
-                    f"space ({len(curated)}) was measured already")
+        raise SpaceExhausted(f"exemplar coder: every variant of this task's space ({len(curated)} on "
+                             f"{request.backend}) was measured already; nothing new to write")
     changed = {k for k in nxt if nxt.get(k) != start.get(k)}
     owner = next((d for d, mv in fam.DIRECTION_MOVES.items() if changed & set(mv)), None)
     return Plan(pattern, request.backend, start, nxt, (),
