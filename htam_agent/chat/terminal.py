@@ -157,11 +157,16 @@ def event_line(ev: dict[str, Any]) -> Text | None:
         return line
     if kind == "step_done":
         best = ev.get("best_speedup")
+        if ev.get("stop") == "space_exhausted":
+            return Text(f"step {step}: the offline coder has measured every variant it can write for this task; "
+                        "the run stops here" + (f" (best {best:.2f}x over eager)" if best else ""))
         return Text(f"step {step} done" + (f": best {best:.2f}x over eager" if best else ""))
     if kind == "interrupt":
         return Text.assemble(f"step {step}: ", ("paused for you", "yellow"),
                              f": planned direction {ev.get('direction')}; /steer accept, /steer direction ID, "
                              "/steer code FILE or /steer stop")
+    if kind == "memory" and ev.get("line"):  # where the memory's experience comes from (shipped, own)
+        return Text(str(ev["line"]), style="dim")
     if kind == "done":
         return Text(str(ev.get("headline")), style="bold")
     return None

@@ -145,3 +145,13 @@ def test_stopping_says_what_state_the_run_is_in(runs: Path) -> None:
     assert f"`/show {RUN}`" in goodbye(s)
     (runs / RUN / "result.json").unlink()  # as a run killed mid-step leaves it
     assert f"`/resume {RUN}` continues it" in goodbye(s) and "Resume continue it" in goodbye(s, page=True)
+
+
+def test_the_live_lines_say_where_the_memory_comes_from_and_when_the_space_is_used_up() -> None:
+    from htam_agent.chat.terminal import event_line
+
+    line = event_line({"event": "memory", "line": "memory: 94 shipped transitions from the cuda verdict table"})
+    assert line is not None and line.plain.startswith("memory: 94 shipped transitions")
+    done = event_line({"event": "step_done", "step": 4, "best_speedup": 1.5, "stop": "space_exhausted"})
+    assert done is not None and "measured every variant" in done.plain and "1.50x" in done.plain
+    assert "measured every variant" not in event_line({"event": "step_done", "step": 1}).plain
