@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.console import Console, Group
 from rich.live import Live
 from rich.panel import Panel
@@ -21,6 +22,14 @@ from rich.text import Text
 from htam_agent.backend_registry import choices
 
 console = Console(stderr=True)
+
+
+def _strategies_cell(ids: list[str]) -> str:
+    """The strategies of a step in one short cell: the first and how many more (all of them are in report.md and
+    the step's folder), so an 80-column table never wraps a strategy id over several lines."""
+    if not ids:
+        return "-"
+    return ids[0] + (f" +{len(ids) - 1}" if len(ids) > 1 else "")
 
 
 class ProgressView:
@@ -44,7 +53,7 @@ class ProgressView:
         elif kind == "direction" and row is not None:
             row["direction"] = ev.get("direction") or "-"
         elif kind == "strategies" and row is not None:
-            row["strategies"] = ", ".join(ev.get("strategies", [])) or "-"
+            row["strategies"] = _strategies_cell(list(ev.get("strategies", [])))
         elif kind == "generate" and row is not None:
             row["cands"][(ev["variant"], ev["repair"])] = "generating"
             self.status = f"step {step}: generating candidate {ev['variant']} (repair {ev['repair']})"
@@ -65,11 +74,16 @@ class ProgressView:
             self.status = ev.get("headline", "done")
 
     def __rich__(self) -> Any:
-        t = Table(expand=True, show_lines=False)
-        for col in ("step", "direction", "strategies", "candidates (compile / verify)", "speedup"):
-            t.add_column(col, overflow="fold")
+        # 80 columns hold it without breaking a word: ids never wrap (a long strategy id ends in an ellipsis; all
+        # of them are in report.md), the verdicts wrap between candidates
+        t = Table(expand=True, show_lines=False, box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+        t.add_column("#", no_wrap=True)
+        t.add_column("direction", no_wrap=True, min_width=22)  # the longest direction id, whole
+        t.add_column("strategies", no_wrap=True, overflow="ellipsis", min_width=18, ratio=1)
+        t.add_column("verdicts", overflow="fold", min_width=14, ratio=1)
+        t.add_column("speedup", no_wrap=True)
         for step, row in sorted(self.rows.items()):
-            cands = "; ".join(f"v{v}r{r}: {s}" for (v, r), s in sorted(row["cands"].items()))
+            cands = "\n".join(f"v{v}r{r} {s}" for (v, r), s in sorted(row["cands"].items()))
             sp = row["speedup"]
             t.add_row(str(step), row["direction"], row["strategies"], cands, f"{sp:.2f}x" if sp else "-")
         best = f"{self.best:.2f}x over eager" if self.best else "none yet"

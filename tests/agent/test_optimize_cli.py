@@ -41,3 +41,35 @@ def test_unreachable_endpoint_is_a_clear_error_and_resumable(agent_env: Path, mo
     assert "HTAM_BASE_URL" in out and "--resume" in out
     runs = list((agent_env / "runs").iterdir())
     assert len(runs) == 1 and (runs[0] / "run.json").exists() and (runs[0] / "checkpoints.sqlite").exists()
+
+
+def test_the_live_table_fits_80_columns_without_breaking_an_id():
+    """The quick start's live table at 80 columns: no line wider, every direction id whole, a strategy id never
+    wrapped over lines (a long one ends in an ellipsis; the step shows how many more it applied)."""
+    import re
+
+    from rich.console import Console
+
+    from htam_agent.cli.optimize import ProgressView
+
+    view = ProgressView("htam optimize norm_rmsnorm (cpp)")
+    for ev in [{"event": "direction", "step": 0, "direction": "instruction_throughput"},
+               {"event": "strategies", "step": 0,
+                "strategies": ["fr_elementwise_chain_fusion", "ma_vectorized_loads", "it_multiple_accumulators"]},
+               {"event": "verdict", "step": 0, "variant": 0, "repair": 0, "status": "accepted",
+                "speedup_vs_eager": 1.93, "reason": "ok"},
+               {"event": "verdict", "step": 0, "variant": 1, "repair": 0, "status": "compile_error", "reason": "x"},
+               {"event": "step_done", "step": 0, "speedup_vs_eager": 1.93, "best_speedup": 1.93}]:
+        view.on_event(ev)
+    console = Console(width=80, record=True)
+    console.print(view)
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "instruction_throughput" in text and "compile_error" in text
+    lines = text.splitlines()
+    assert len([ln for ln in lines if "fr_elementwise" in ln]) == 1  # the id starts on one line...
+    assert not [ln for ln in lines if re.search(r"(chain_fusion|_fusion|ion \+2)", ln)
+                and "fr_elementwise" not in ln], text  # ...and no piece of it continues on another
+    wide = Console(width=160, record=True)
+    wide.print(view)
+    assert "fr_elementwise_chain_fusion +2" in wide.export_text()
