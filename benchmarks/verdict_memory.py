@@ -14,7 +14,9 @@ parts, footprint, budget, and for timed verdicts what a timed request cost beyon
 Sets: `bundled`, each bundled task's cpp candidates at the cpp default size (small); `kb`, KernelBench problems at a
 size that fits a 24 GiB machine (a copy of the file with one size global changed, made under a temporary folder:
 KernelBench's files are never copied into this repository), with this folder's honest OpenMP candidates;
-`relu`, the 1 GiB ReLU of issue 36 alone (19_ReLU at 4096 x 65536 float, `--size default`).
+`relu`, the 1 GiB ReLU of issue 36 alone (19_ReLU at 4096 x 65536 float, `--size default`); `gpu` (on a GPU host),
+KernelBench level-1 activations and norms at their own sizes with the fast-form honest candidates of
+tests/cheats/kernelbench/fast/honest, the peak being the device's used memory (nvidia-smi) above its idle.
 KernelBench: `mkdir -p /tmp/kb && git --git-dir=<mirror>/repo archive HEAD KernelBench | tar -x -C /tmp/kb`.
 Measure alone: the samples and the timings are the machine's, and other work moves both.
 """
@@ -86,18 +88,31 @@ def _name(pid: int) -> str:
 BUILD_TOOLS = ("cc1plus", "cc1", "as", "ld", "collect2", "g++", "gcc", "c++", "ninja", "nvcc", "cicc", "ptxas", "sh")
 
 
+def gpu_used_mib(index: int = 0) -> int:
+    """The GPU's used memory (all processes), MiB, from nvidia-smi; 0 where it cannot be read."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i",
+                              str(index)], capture_output=True, text=True, timeout=5).stdout
+        return int(out.strip().splitlines()[0])
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return 0
+
+
 class Sampler(threading.Thread):
     """The largest PSS sum over a process and its descendants, sampled every `period` seconds: all of them, and
     the evaluator's own (the compiler's processes left out: a torch extension's compile takes 1-2 GiB whatever
     the task's size, and is the build's, not the verdict's)."""
 
-    def __init__(self, root: int, period: float = 0.05) -> None:
+    def __init__(self, root: int, period: float = 0.05, gpu: bool = False) -> None:
         super().__init__(daemon=True)
-        self.root, self.period, self.stop_at = root, period, threading.Event()
+        self.root, self.period, self.stop_at, self.gpu = root, period, threading.Event(), gpu
         self.peak_kib, self.peak_own_kib, self.peak_parts, self.samples = 0, 0, {}, 0
+        self.peak_gpu_mib = 0
 
     def run(self) -> None:
         while not self.stop_at.is_set():
+            if self.gpu:
+                self.peak_gpu_mib = max(self.peak_gpu_mib, gpu_used_mib())
             parts = {pid: (_name(pid), pss_kib(pid)) for pid in tree(self.root)}
             total = sum(kib for _, kib in parts.values())
             own = sum(kib for name, kib in parts.values() if name not in BUILD_TOOLS)
@@ -120,14 +135,22 @@ def child(case: dict) -> dict:
     from htam_agent.evaluation.tasks.footprint import measure
 
     task_source = Path(case["task"]).read_text()
-    opts = EvalOptions(backend="cpp", size=case.get("size"), build_root=case["build_root"])
+    gpu = case.get("backend", "cpp") == "cuda"
+    opts = EvalOptions(backend=case.get("backend", "cpp"), size=case.get("size"), build_root=case["build_root"],
+                       fit=not case.get("no_fit", False))
     ev = Evaluator(opts, store=None)
-    cand = Candidate(task_path=case["task"], source=Path(case["candidate"]).read_text())
+    source = Path(case["candidate"]).read_text()
+    if gpu:
+        from htam_agent.bench import launcher_marker
+
+        source = launcher_marker.expand(source, case["candidate"])
+    cand = Candidate(task_path=case["task"], source=source)
     size = opts.resolve_size(task_source, case["task"])
     fp = measure(load_task_source(task_source, case["task"], size=size, check_inputs=False,
                                   derived=ev.derived_sizes(cand)))
     idle = sum(pss_kib(p) for p in tree(os.getpid()))
-    sampler = Sampler(os.getpid())
+    idle_gpu = gpu_used_mib() if gpu else 0
+    sampler = Sampler(os.getpid(), period=0.1 if gpu else 0.05, gpu=gpu)
     sampler.start()
     t0 = time.perf_counter()
     verdict = ev.evaluate(cand, use_store=False)
@@ -138,11 +161,13 @@ def child(case: dict) -> dict:
     wc = verdict.get("wall_clock") or {}
     eager = (verdict.get("timing") or {}).get("eager") or {}
     budget = 2.5 * fp.total + GiB
-    peak = sampler.peak_own_kib * 1024
+    peak = (sampler.peak_gpu_mib - idle_gpu) << 20 if gpu else sampler.peak_own_kib * 1024
     return {
         "case": case["name"], "size": verdict.get("size", size), "status": verdict.get("status"),
         "reason": str(verdict.get("reason"))[:200], "verdict_s": round(wall, 1),
-        "footprint_GiB": round(fp.total / GiB, 3), "peak_pss_GiB": round(peak / GiB, 3),
+        "backend": opts.backend, "footprint_GiB": round(fp.total / GiB, 3),
+        "peak_pss_GiB": round(sampler.peak_own_kib * 1024 / GiB, 3),
+        "peak_device_GiB": round(peak / GiB, 3) if gpu else None,
         "peak_with_build_GiB": round(sampler.peak_kib * 1024 / GiB, 3),
         "idle_pss_GiB": round(idle * 1024 / GiB, 3), "budget_GiB": round(budget / GiB, 3),
         "peak_over_footprint": round(peak / max(fp.total, 1), 2),
@@ -165,13 +190,24 @@ def kb_case(kb: Path, rel: str, name: str, value: int, cand: str, tmp: Path) -> 
     path = tmp / f"{stem}.py"
     path.write_text(new)
     return {"name": f"kb:{stem}", "task": str(path), "candidate": str(HERE / "verdict_memory_candidates" / cand),
-            "size": "default"}
+            "size": "default", "no_fit": True}  # measured at the size asked, never a smaller one that fits
+
+
+# The GPU issue's set: KernelBench level-1 problems at their own sizes, with the fast-form honest candidates
+GPU_CASES = [("level1/19_ReLU.py", "l1_19_relu.py"), ("level1/20_LeakyReLU.py", "l1_20_leakyrelu.py"),
+             ("level1/23_Softmax.py", "l1_23_softmax.py"), ("level1/26_GELU_.py", "l1_26_gelu.py"),
+             ("level1/32_HardTanh.py", "l1_32_hardtanh.py"), ("level1/36_RMSNorm_.py", "l1_36_rmsnorm.py")]
 
 
 def cases(which: str, kb: Path, tmp: Path) -> list[dict]:
     from htam_agent.bundled_tasks import candidate_files, suite_files
 
     out: list[dict] = []
+    if which == "gpu":  # peak device memory at KernelBench's own sizes (--no-fit: never a smaller size)
+        honest = ROOT / "tests" / "cheats" / "kernelbench" / "fast" / "honest"
+        return [{"name": f"gpu:{Path(rel).stem}", "task": str(kb / rel), "candidate": str(honest / cand),
+                 "size": "default", "backend": "cuda", "no_fit": True}
+                for rel, cand in GPU_CASES if (honest / cand).exists()]
     if which in ("bundled", "all"):
         for task in suite_files():
             for cand in candidate_files(task.stem, "cpp"):
@@ -186,16 +222,17 @@ def cases(which: str, kb: Path, tmp: Path) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--set", default="all", choices=("bundled", "kb", "relu", "all"))
+    ap.add_argument("--set", default="all", choices=("bundled", "kb", "relu", "all", "gpu"))
     ap.add_argument("--kb", default="/tmp/kb/KernelBench", type=Path)
     ap.add_argument("--only", default="", help="run the cases whose name contains this text")
     ap.add_argument("--jsonl", default="", help="also append each case's JSON line to this file")
+    ap.add_argument("--build-root", default="", help="build folder to reuse (builds are keyed by content)")
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(json.loads(args.child))), flush=True)
         return
-    build_root = tempfile.mkdtemp(prefix="htam-vm-build-")
+    build_root = args.build_root or tempfile.mkdtemp(prefix="htam-vm-build-")
     with tempfile.TemporaryDirectory(prefix="htam-vm-kb-") as tmp:
         rows = []
         for case in cases(args.set, args.kb, Path(tmp)):

@@ -183,7 +183,8 @@ def _first(mask: Any, n: int) -> int:
     return 0
 
 
-CHUNK = 1 << 22  # elements per chunk: a comparison's temporaries stay near 100 MB whatever the output's size
+CHUNK = 1 << 20  # elements per chunk: a comparison's temporaries stay near 40 MB whatever the output's size (they
+# come from the heap, below glibc's mmap threshold, and the heap keeps what it grew to)
 
 
 def _chunks(n: int, size: int = CHUNK):

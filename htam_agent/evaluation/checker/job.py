@@ -88,6 +88,8 @@ def _dispatch(run: Run) -> None:
                                     name=job.get("task_name"), check_inputs=False,
                                     derived=job.get("derived_sizes"))
         verdict.record(size=job["size"])
+        if job.get("fit_note"):  # the parent ran the task at a size that fits this device (parent/fit.py)
+            verdict.warn(str(job["fit_note"])[:400])
         if job["mode"] == "baseline":
             baseline(run)
         elif run.tier == "bare":
@@ -109,9 +111,11 @@ def _dispatch(run: Run) -> None:
     except CandidateFailed as exc:
         verdict.set_status(exc.kind, f"{exc.kind.replace('_', ' ')} during {run.phase}: {exc.text[:400]}")
         verdict.set_error(exc.text[-1500:])
-    except BaseException as exc:  # the checker's own failure: not the candidate's fault
-        kind = "out_of_memory" if isinstance(exc, torch.OutOfMemoryError) else "error"
-        verdict.set_status(kind, f"evaluator error during {run.phase}: {type(exc).__name__}: {str(exc)[:300]}")
+    except BaseException as exc:  # the checker's own failure, out of memory included: never the candidate's
+        what = ("the evaluator ran out of memory (the harness, not the candidate: the task may be too large for "
+                "this device at this size; try --size small)" if isinstance(exc, (torch.OutOfMemoryError, MemoryError))
+                or "can't allocate memory" in str(exc) else "evaluator error")
+        verdict.set_status("error", f"{what} during {run.phase}: {type(exc).__name__}: {str(exc)[:300]}")
         verdict.set_error(traceback.format_exc()[-3000:])
 
 __all__ = ["run_job"]

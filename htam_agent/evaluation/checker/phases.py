@@ -239,10 +239,17 @@ def phase_compile(run: Run, calibrate_clock: bool = True) -> bool:
     sb.on_event["build"] = lambda msg: builds.handle(msg.body, run.deadline)
     v.record(builds=builds.facts)  # name, key, cache (hit, built, private, failed), seconds: filled as they happen
     build_root = os.path.join(str(sb.scratch), "build")
+    allowed = memory_allowance(run) if job["mode"] != "baseline" else None
     reply = sb.ask("prepare", run.left(), backend=job["backend"], build_root=build_root, threads=job.get("threads"),
                    fast_build=job.get("fast_build", True), device_index=job.get("device_index", 0), probe=True,
-                   landlock=job.get("landlock", True), inductor_dir=_baseline_inductor_dir(run))
+                   landlock=job.get("landlock", True), inductor_dir=_baseline_inductor_dir(run),
+                   memory_allowance=allowed)
     v.record(sandbox={"user": sb.user_text, "confinement": str(reply.get("confinement"))[:300]})
+    if allowed:
+        how = ", ".join(h for h in (memory_cap.cap_cgroup(allowed, sb.cgroup.path if sb.cgroup is not None else None),
+                                    str(reply.get("memory_cap") or "")[:200]) if h)
+        run.memory_cap = {"allowed_bytes": allowed, "footprint_bytes": run.memory_cap_footprint, "how": how}
+        v.record(memory_cap=run.memory_cap)
     if run.ref is None:
         run.ref, init = build_reference(run.task, run.device)
     else:  # the paired reference's sandbox: the checker's model is the candidate run's, not a second copy
@@ -250,8 +257,6 @@ def phase_compile(run: Run, calibrate_clock: bool = True) -> bool:
             init = run.task.get_init_inputs()
     timed = job["mode"] in ("evaluate", "baseline") and job.get("timing", True)
     run.calibration = calibrate(run) if timed and calibrate_clock else []  # before any code but ours runs there
-    if job["mode"] != "baseline":
-        cap_memory(run)
     t0 = time.perf_counter()
     try:
         if job["mode"] == "baseline":  # the reference itself, timed in a sandbox of its own like a candidate
@@ -282,20 +287,14 @@ def phase_compile(run: Run, calibrate_clock: bool = True) -> bool:
     return check_tampering(run)
 
 
-def cap_memory(run: Run) -> None:
-    """The candidate's sandbox capped at what it holds now plus an allowance sized from the task's footprint
-    (`containment.memory_cap`), before the candidate is imported; recorded in the verdict."""
+def memory_allowance(run: Run) -> int | None:
+    """What the candidate's sandbox may hold beyond what it holds before the candidate is imported, sized from the
+    task's footprint (`containment.memory_cap`); None: no cap."""
     from ..tasks import footprint
 
     fp = footprint.try_measure(run.task)
-    allowed = memory_cap.allowance(fp.total if fp is not None else None)
-    if not allowed:
-        return
-    how = memory_cap.apply(run.sb.proc.pid, allowed, run.sb.cgroup.path if run.sb.cgroup is not None else None)
-    if how:
-        run.memory_cap = {"allowed_bytes": allowed, "footprint_bytes": fp.total if fp is not None else None,
-                          "how": how}
-        run.verdict.record(memory_cap=run.memory_cap)
+    run.memory_cap_footprint = fp.total if fp is not None else None
+    return memory_cap.allowance(run.memory_cap_footprint)
 
 
 def check_tampering(run: Run) -> bool:

@@ -53,7 +53,8 @@ class Run:
     ref_sandbox: SandboxClient | None = None  # the reference's own sandbox, for paired timing (`pairs`)
     ref_run: Run | None = None
     ref_mutates: bool | None = None  # whether the reference writes its inputs (None: not known yet)
-    memory_cap: dict[str, Any] | None = None  # what caps the candidate's sandbox (phases.cap_memory)
+    memory_cap: dict[str, Any] | None = None  # what caps the candidate's sandbox (phases.phase_compile)
+    memory_cap_footprint: int | None = None
     in_place: bool | None = None  # timed CPU outputs read where they lie (timed_calls.in_place; None: not probed)
     _since: float = field(default_factory=time.perf_counter)
 

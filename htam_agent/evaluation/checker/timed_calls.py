@@ -125,11 +125,13 @@ def calibrate(run: Run, n: int = CALIBRATION_CALLS) -> list[float]:
     return walls
 
 
-def _timed_request(run: Run, slot: str, enc: Any, view: Any, gen: Any, out_id: str) -> tuple[float, Any]:
+def _timed_request(run: Run, slot: str, enc: Any, view: Any, gen: Any, out_id: str,
+                   change: list[tuple[int, Any]] | None = None) -> tuple[float, Any]:
     """One timed request, clocked here: the clock starts before this call's inputs change (they are
     revealed inside the window) and stops when the reply has arrived with the outputs handed over: sealed
-    copies, or (`in_place`) outputs whose pages the checker has touched where they lie."""
-    change = inp.perturbation(view, gen)
+    copies, or (`in_place`) outputs whose pages the checker has touched where they lie. `change`: this
+    call's perturbation, drawn by the caller (which needed it first), else drawn here."""
+    change = inp.perturbation(view, gen) if change is None else change
     on_gpu = run.device.type == "cuda"
     here = in_place(run)
     if on_gpu:
@@ -274,20 +276,26 @@ class TimedSlot:
             self.chosen.update(torch.randperm(max(reps - last, 1), generator=self.gen)[:k].tolist() if k else [])
             self.chosen.update(range(max(0, reps - last), reps))
 
-    def _reference_for(self, i: int) -> Any:
+    def _reference_for(self, i: int, change: list[tuple[int, Any]] | None = None) -> Any:
         """The reference's outputs on the exact inputs of timed call i (its set, redrawn, and every change
-        made to that set up to call i)."""
+        made to that set up to call i; `change`: call i's own, before it is made)."""
         inputs = self._draw(i % self.n)
+        changes = self.changes + ([change] if change is not None else [])
         for j in range(i % self.n, i + 1, self.n):
-            inp.apply_perturbation(inputs, self.changes[j])
+            inp.apply_perturbation(inputs, changes[j])
         return reference_outputs(self.run, self.run.ref, inputs, reuse=False)
 
     def step(self, i: int) -> None:
         run, sb, device = self.run, self.run.sb, self.run.device
+        s = i % self.n
+        change = inp.perturbation(self.views[s], self.gen)
+        ref_out = None
         if i in self.chosen:
             self._settle_kept()  # the earlier re-checked call is read again now: one kept output at a time
-        s = i % self.n
-        wall, msg = _timed_request(run, self.slot, self.encs[s], self.views[s], self.gen, f"sealed{i}")
+            # Its inputs are known before the call: the reference runs now, so that its inputs are gone before
+            # the output is copied out (one full-size copy fewer held at once; issue 36).
+            ref_out = self._reference_for(i, change)
+        wall, msg = _timed_request(run, self.slot, self.encs[s], self.views[s], self.gen, f"sealed{i}", change)
         self.changes.append(msg.body.pop("change"))
         self.walls.append(wall)
         r = msg.body
@@ -312,7 +320,6 @@ class TimedSlot:
         sb.ask("settle", run.left(), keep=f"timed{i}")  # the live output, read again later
         out, facts, prob = at_return
         del at_return
-        ref_out = self._reference_for(i)
         self.then[i] = judge.compare(ref_out, out, facts, device, prob)
         del out, ref_out
         sb.ask("release", run.left(), ids=[f"sealed{i}"], poison=False)

@@ -14,6 +14,7 @@ from htam_agent.backend_registry import is_cpu
 from ..common import paths
 from ..common.verdict import with_envelope
 from .candidate import Candidate
+from .fit import Fit, choose
 from .job import run_job
 from .options import EvalOptions
 from .store import VerdictStore, candidate_key, device_name
@@ -30,10 +31,31 @@ class Evaluator:
         self.build_root = self.options.build_root or str(paths.build_dir())
         self._baselines: dict[str, dict[str, Any]] = {}
         self._derived: dict[str, tuple[str, dict[str, Any] | None]] = {}
+        self._fits: dict[tuple[str, str], Fit] = {}
 
     # -- keys ------------------------------------------------------------------------------------------
+    def fit(self, cand: Candidate) -> Fit:
+        """The size this task runs at on this device (parent/fit.py), decided once per task and evaluator."""
+        asked = self.options.resolve_size(cand.task_source, cand.task_path)
+        key = (cand.task_path, cand.task_source)
+        if key not in self._fits:
+            if not self.options.fit:
+                self._fits[key] = Fit(asked, asked, None, None)
+            else:
+                from ..tasks import load_task_source
+
+                derived = self.derived_sizes(cand)
+                try:
+                    sizes = load_task_source(cand.task_source, cand.task_path, check_inputs=False,
+                                             derived=derived).sizes
+                except Exception:  # the checker reports the task's own error
+                    sizes = (asked,)
+                self._fits[key] = choose(cand.task_source, cand.task_path, asked, self.options.backend, derived,
+                                         sizes, self.options.device_index)
+        return self._fits[key]
+
     def key(self, cand: Candidate) -> str:
-        size = self.options.resolve_size(cand.task_source, cand.task_path)
+        size = self.fit(cand).size
         extra = self.options.key_fields()
         derived = self.derived_sizes(cand)
         if derived is not None:  # a derived size is part of what was evaluated (it may change with the deriver)
@@ -41,7 +63,7 @@ class Evaluator:
         return candidate_key(cand.source, cand.task_source, size, self.options.backend, self.device, extra)
 
     def baseline_key(self, cand: Candidate) -> str:
-        size = self.options.resolve_size(cand.task_source, cand.task_path)
+        size = self.fit(cand).size
         # Keyed by device, not backend: cuda and triton candidates share the GPU's eager/compile timings.
         device_type = "cpu" if is_cpu(self.options.backend) else "gpu"  # "gpu", not "cuda": stored keys
         extra: dict[str, Any] = {"timing_plan": self.options.timing_plan}
@@ -78,7 +100,8 @@ class Evaluator:
         return {
             "mode": mode, "backend": o.backend, "task_name": cand.name, "task_path": cand.task_path,
             "task_source": cand.task_source, "candidate_source": cand.source,
-            "size": o.resolve_size(cand.task_source, cand.task_path), "alt_size": o.alt_size, "trials": o.trials,
+            "size": self.fit(cand).size, "fit_note": self.fit(cand).note(), "alt_size": o.alt_size,
+            "trials": o.trials,
             "tier": o.tier, "timing": o.timing, "timing_plan": o.timing_plan, "baselines": list(o.baselines),
             "paired_eager": o.pairs_eager(),
             "threads": o.threads, "device_index": o.device_index, "build_root": self.build_root,

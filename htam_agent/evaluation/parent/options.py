@@ -50,6 +50,10 @@ class EvalOptions:
     # candidate's sandbox frozen while the reference runs), rather than once on its own: None means on for
     # the CPU backends, whose machines drift (timing_fairness in docs/evaluation.md), off on a GPU.
     paired_eager: bool | None = None
+    # A task whose footprint x MEMORY_FACTOR + 1 GiB does not fit the device's free memory (host RAM on the CPU)
+    # at the size asked runs at the largest size that fits, the verdict saying so (parent/fit.py); False runs it
+    # as asked.
+    fit: bool = True
 
     def __post_init__(self) -> None:
         if self.tier not in TIERS:
@@ -121,6 +125,8 @@ EVAL_OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("compile_timeout", float, _DEFAULTS["compile_timeout_s"], "seconds allowed to compile"),
     OptionSpec("run_timeout", float, _DEFAULTS["run_timeout_s"], "seconds allowed for each later phase"),
     OptionSpec("threads", int, _DEFAULTS["threads"], "CPU threads for the cpp backend (default: all cores)"),
+    OptionSpec("no_fit", bool, False, "run at the size asked even when the task does not fit the device's free "
+               "memory (default: the largest size that fits, said in the verdict)"),
     OptionSpec("store", str, None, "verdict store folder (default: HTAM_VERDICT_DIR or ~/.cache/htam-agent/verdicts)"),
     OptionSpec("no_store", bool, False, "neither read nor write the verdict store"),
 )
@@ -152,7 +158,7 @@ def eval_options(values: Mapping[str, Any] | argparse.Namespace, backend: str) -
         backend=backend, size=v["size"], alt_size=None if v["no_alt"] else _DEFAULTS["alt_size"],
         trials=v["trials"], tier=v["tier"], timing=not v["no_timing"], baselines=parse_baselines(v["baselines"]),
         compile_timeout_s=v["compile_timeout"], run_timeout_s=v["run_timeout"], threads=v["threads"],
-        paired_eager={"on": True, "off": False}.get(v.get("pairing") or "auto"),
+        paired_eager={"on": True, "off": False}.get(v.get("pairing") or "auto"), fit=not v.get("no_fit", False),
     )
 
 

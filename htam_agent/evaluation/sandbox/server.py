@@ -28,7 +28,7 @@ import torch  # noqa: E402
 
 from ..backends import get_backend  # noqa: E402
 from ..common import observe, protocol  # noqa: E402
-from ..common.containment import landlock, privileges  # noqa: E402
+from ..common.containment import landlock, memory_cap, privileges  # noqa: E402
 from ..common.observe import flatten_outputs  # noqa: E402
 from . import build_cache, probe  # noqa: E402
 
@@ -190,7 +190,9 @@ class Sandbox:
         confinement = landlock.restrict_writes(writable) if body.get(
             "landlock", True) else "landlock not requested"
         confinement += "; " + privileges.drop_capabilities()
-        return {"device": self.backend.device_info(), "confinement": confinement}
+        allowed = body.get("memory_allowance")  # the candidate's memory cap, set here before its code runs
+        cap = memory_cap.cap_self(int(allowed)) if isinstance(allowed, int) and allowed > 0 else None
+        return {"device": self.backend.device_info(), "confinement": confinement, "memory_cap": cap}
 
     def op_reference(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """A baseline's sandbox: the task's own `Model` at the job's size, built and timed like a candidate

@@ -10,8 +10,9 @@ writable memory only, so the shared input buffers and sealed outputs are not cou
 allocation that fails, which torch reports as "can't allocate memory"). Either way the verdict is the
 candidate's `out_of_memory`, and its reason names the cap.
 
-The allowance: 4 x the task's footprint (inputs + parameters + one output) + 2 GiB, so an honest candidate's
-inputs, weights, two live outputs, the sabotage's copies and a private compile fit with room to spare.
+The allowance: 4 x the task's footprint (inputs + parameters + one output) + 4 GiB, so an honest candidate's
+inputs, weights, two live outputs, the sabotage's copies and a private compile (cc1plus with torch's precompiled
+header maps ~2 GiB of private memory, each process under its own RLIMIT_DATA) fit with room to spare.
 `HTAM_SANDBOX_MEMORY_MB` sets it (0: no cap).
 """
 
@@ -22,7 +23,7 @@ import resource
 from pathlib import Path
 
 FOOTPRINTS = 4
-HEADROOM = 2 << 30
+HEADROOM = 4 << 30
 
 
 def allowance(footprint_bytes: int | None) -> int | None:
@@ -46,26 +47,34 @@ def _vm_data(pid: int) -> int:
     raise OSError(f"/proc/{pid}/status has no VmData")
 
 
-def apply(pid: int, allowed: int, cgroup_path: Path | None) -> str:
-    """Cap process `pid` (the sandbox, before candidate code) at what it holds now plus `allowed` bytes; what
-    was applied, in words (for the verdict)."""
-    done = []
-    if cgroup_path is not None and (cgroup_path / "memory.max").exists():
-        try:
-            current = int((cgroup_path / "memory.current").read_text())
-            (cgroup_path / "memory.max").write_text(str(current + allowed))
-            if (cgroup_path / "memory.swap.max").exists():
-                (cgroup_path / "memory.swap.max").write_text("0")
-            done.append(f"cgroup memory.max {(current + allowed) >> 20} MB")
-        except OSError:
-            pass
+def cap_cgroup(allowed: int, cgroup_path: Path | None) -> str:
+    """`memory.max` of the sandbox's cgroup at what the group holds now plus `allowed` (the checker writes it);
+    "" where the host's cgroup v2 has no memory controller for it."""
+    if cgroup_path is None or not (cgroup_path / "memory.max").exists():
+        return ""
     try:
-        limit = _vm_data(pid) + allowed
-        resource.prlimit(pid, resource.RLIMIT_DATA, (limit, limit))
-        done.append(f"RLIMIT_DATA {limit >> 20} MB")
-    except (OSError, ValueError):
-        pass
-    return ", ".join(done)
+        current = int((cgroup_path / "memory.current").read_text())
+        (cgroup_path / "memory.max").write_text(str(current + allowed))
+        if (cgroup_path / "memory.swap.max").exists():
+            (cgroup_path / "memory.swap.max").write_text("0")
+        return f"cgroup memory.max {(current + allowed) >> 20} MB"
+    except OSError:
+        return ""
+
+
+def cap_self(allowed: int) -> str:
+    """This process's RLIMIT_DATA, soft and hard, at its data now plus `allowed` (the sandbox calls it on itself
+    while still running only our code: lowering a limit needs no privilege, and with no CAP_SYS_RESOURCE left
+    the candidate cannot raise it again; the checker may not set another user's limits)."""
+    try:
+        limit = _vm_data(os.getpid()) + allowed
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+        return f"RLIMIT_DATA {limit >> 20} MB"
+    except (OSError, ValueError) as exc:
+        return f"no RLIMIT_DATA ({type(exc).__name__}: {exc})"
 
 
 def oom_kills(cgroup_path: Path | None) -> int:
@@ -79,4 +88,4 @@ def oom_kills(cgroup_path: Path | None) -> int:
     return 0
 
 
-__all__ = ["allowance", "apply", "oom_kills"]
+__all__ = ["allowance", "cap_cgroup", "cap_self", "oom_kills"]
