@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from htam_agent.bundled_tasks import candidate_files
 from htam_agent.evaluation.checker import judge
 from htam_agent.evaluation.parent.candidate import Candidate
@@ -40,6 +42,7 @@ def test_a_baselines_figure_is_never_lifted():
     assert out["checker_ms"] > 0.44  # the checker's estimate stays in the record
 
 
+@pytest.mark.slow  # builds a cpp candidate (the precompiled header first, when the run has none): minutes
 def test_a_baselines_verdict_keeps_its_in_process_median_and_its_requests(build_root):
     """Real verdicts on the CPU with pairing off: the eager baseline's figure of record is its in-process
     median, and its verdict records what its requests took beyond the call and the calibration; the
