@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import cpp_launch
 from ..common import MAX_VARIANTS, NEXT, Knobs, Variants, ext_name, frame, prefix_lines
 from ..ops import c_function, tl_body
 from ..spec import Pattern
+from ..templating import raw
 
 FAMILY = "rowwise"
 _REDUCE = ("sum", "mean", "amax", "argmax")
@@ -26,7 +28,7 @@ def space(pattern: Pattern, backend: str) -> dict[str, tuple[Any, ...]]:
     elif backend == "triton":
         s = {"block": (1024, 2048, 4096), "warps": (4, 8), "cache": (False, True)}
     else:
-        s = {"vec": (1, 8), "march": ("generic", "native")}
+        s = {"vec": (1, 8), **cpp_launch.launch_space(), "march": ("generic", "native")}
     if pattern.row_op in _PASSES:
         s["passes"] = ("two_pass", "online")
     if backend != "cpp" and (pattern.row_op in ("softmax", "log_softmax") or (pattern.chain and pattern.chain.steps)):
@@ -70,10 +72,10 @@ DIRECTION_MOVES: dict[str, Knobs] = {
     "memory_access": {"vec": NEXT, "cache": NEXT},
     "parallel_mapping": {"mapping": NEXT, "warps": NEXT},
     "fusion_restructuring": {"passes": NEXT, "bias": NEXT},
-    "occupancy_tuning": {"block": NEXT},
+    "occupancy_tuning": {"block": NEXT, "sched": NEXT},
     "instruction_throughput": {"fast_math": NEXT, "march": NEXT},
     "data_reuse": {"cache": NEXT},
-    "launch_overhead": {"mapping": NEXT, "bias": NEXT},
+    "launch_overhead": {"mapping": NEXT, "bias": NEXT, "threads": NEXT},
 }
 
 
@@ -104,10 +106,7 @@ def curated(pattern: Pattern, backend: str) -> list[Knobs]:
         add(cache=True, warps=8, **on)
         add(fast_math=True, **on)
     else:
-        add(vec=8)
-        add(**on)
-        add(vec=8, **on)
-        add(vec=8, march="native", **on)
+        return cpp_launch.curated(base, sp, ("vec", "march", "passes", "bias"))
     return out[:MAX_VARIANTS]
 
 
@@ -573,13 +572,15 @@ def _cpp(pattern: Pattern, knobs: Knobs) -> str:
     sig = ["torch::Tensor xt", "torch::Tensor yt"] + [f"torch::Tensor {n}t" for n in names]
     sig += ["double eps"] if pattern.row_eps else []
     sig += [f"double s{j}_in" for j in range(nchain)]
+    sig += ["std::vector<int64_t> C"]
     ptrs = "".join(f"    const float* __restrict__ {n} = {n}t.data_ptr<float>();\n" for n in names)
     scal = "".join(f"    const float s{j} = (float)s{j}_in;\n" for j in range(nchain))
     qline = "" if op in _REDUCE else "        float* __restrict__ q = yp + r * cols;\n"
     source = f"""#include <torch/extension.h>
 #include <algorithm>
 #include <cmath>
-
+#include <vector>
+{raw("cpp_cfg.cpp.tmpl")}
 {post_fn}
 void row_forward({', '.join(sig)}) {{
     TORCH_CHECK(xt.is_contiguous() && xt.scalar_type() == torch::kFloat32, "x must be contiguous float32");
@@ -589,7 +590,8 @@ void row_forward({', '.join(sig)}) {{
     {out_t}* __restrict__ y = yt.data_ptr<{out_t}>();
     {out_t}* __restrict__ yp = y;
     (void)yp;
-{ptrs}{scal}    #pragma omp parallel for schedule(static)
+{ptrs}{scal}    const Cfg CF = cfg_of(C, rows);  // threads and schedule: the launch knobs (_CFG), read at call time
+    PAR_FOR
     for (int64_t r = 0; r < rows; ++r) {{
         const float* __restrict__ p = xp + r * cols;
 {qline}{body}    }}
@@ -607,6 +609,7 @@ _ext = load_inline(
     extra_ldflags=["-fopenmp"],
 )
 _OUT_DTYPE = {'torch.int64' if op == 'argmax' else 'torch.float32'}
+{cpp_launch.cfg_line(knobs)}
 
 
 def _OUT_SHAPE(x):
@@ -616,11 +619,13 @@ def _OUT_SHAPE(x):
 def _row(x, params, scalars):
     x, params, out, rows, cols = _prepare(x, params, lambda t: t.device.type == "cpu")
     if rows:
-        _ext.row_forward(x, out, *params, *[float(s) for s in scalars])
+        _ext.row_forward(x, out, *params, *[float(s) for s in scalars], _CFG)
     return out
 '''
     summary = (f"An OpenMP C++ loop over rows (load_inline) computes {op} with double accumulators"
-               f"{', one-pass statistics' if online else ''}{', omp simd' if simd else ''}.")
+               f"{', one-pass statistics' if online else ''}{', omp simd' if simd else ''}"
+               f"{', one thread' if knobs.get('threads') == 'one' else ''}"
+               f"{', ' + knobs['sched'] + ' schedule' if knobs.get('sched', 'static') != 'static' else ''}.")
     return frame(pattern, "cpp", FAMILY, knobs, summary, body_py, _forward(pattern, knobs),
                  "from torch.utils.cpp_extension import load_inline")
 
