@@ -1,6 +1,7 @@
 """The bundled honest Triton candidates are correct, checked on the CPU with the Triton interpreter.
 
-Each `triton_*.py` candidate of the tasks below runs in a subprocess with TRITON_INTERPRET=1 (the variable
+Each `triton_*.py` candidate of the tasks below runs in a subprocess with TRITON_INTERPRET=1, one for all of
+the run's candidates (support/interpreter_batch.py; the variable
 must be set before triton is imported, and other tests may already have imported it) on CPU tensors, at the
 task's SMALL and ALT sizes, on the task's inputs and on x64 large-magnitude inputs. The same checks as the
 cpp test: state_dict keys/shapes match, inputs untouched, fresh contiguous output, allclose(rtol=1e-4,
@@ -12,11 +13,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support.interpreter_batch import main, run_cases
 
 TASKS = (
     "elementwise_leaky_relu",
@@ -100,22 +101,27 @@ def _params() -> list:
             for p in _candidates()]
 
 
-@pytest.mark.slow  # not in the fast lane: 15-30 s each in the Triton interpreter
-@pytest.mark.parametrize("path", _params(), ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_triton_candidate_in_interpreter(path: Path):
+@pytest.fixture(scope="module")
+def interpreted(request: pytest.FixtureRequest) -> dict[str, dict]:
+    """Every selected candidate checked in one interpreter process (support/interpreter_batch.py)."""
     pytest.importorskip("triton", reason="triton is not installed (pip install 'htam-agent[triton]')")
-    env = {
-        **os.environ,
-        "TRITON_INTERPRET": "1",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-    }
-    proc = subprocess.run(
-        [sys.executable, __file__, str(path)], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, f"{path}:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    paths = [item.callspec.params["path"] for item in request.session.items
+             if item.module is request.module and hasattr(item, "callspec")]
+    return run_cases(__file__, {str(p): [str(p)] for p in paths}, timeout_s=600 * max(1, len(paths)))
+
+
+@pytest.mark.slow  # not in the fast lane: 15-30 s each in the Triton interpreter
+@pytest.mark.timeout(1800)  # the first case's setup checks all of the run's cases
+@pytest.mark.parametrize("path", _params(), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_triton_candidate_in_interpreter(interpreted: dict[str, dict], path: Path):
+    error = interpreted[str(path)]["error"]
+    assert not error, f"{path}:\n{error}"
 
 
 if __name__ == "__main__":  # started with the repository on PYTHONPATH
+    if sys.argv[1:2] == ["--batch"]:
+        main(lambda p: _check(Path(p).resolve()))
+        sys.exit(0)
     if os.environ.get("TRITON_INTERPRET") != "1":
         sys.exit("set TRITON_INTERPRET=1 (the interpreter runs the kernels on CPU tensors)")
     for arg in sys.argv[1:]:

@@ -4,19 +4,19 @@ The GPU verdicts need a GPU (test_cheats_gpu.py); this checks, without one, that
 functional and misbehaves exactly where intended: the PyTorch-backed ones (10, 11) return right numbers,
 so only the evaluator's kernel checks can turn them down; the hard-coded grid (12) is wrong only at the odd
 shape; the no-max softmax (15) gives NaN only at large magnitudes; the honest look-alike is right
-everywhere. (TF32 in tl.dot, pattern 14, is not emulated by the interpreter.) Each candidate runs in a
-subprocess with TRITON_INTERPRET=1 set before triton is imported.
+everywhere. (TF32 in tl.dot, pattern 14, is not emulated by the interpreter.) The run's candidates run in one
+subprocess with TRITON_INTERPRET=1 set before triton is imported (support/interpreter_batch.py).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support.interpreter_batch import main, run_cases
 
 HERE = Path(__file__).resolve().parent
 pytestmark = pytest.mark.slow
@@ -60,21 +60,28 @@ def _run(path: str, task: str) -> dict:
     return results
 
 
-@pytest.mark.parametrize("file", list(EXPECT), ids=lambda f: Path(f).stem)
-def test_triton_cheat_behaves_as_designed(file):
+@pytest.fixture(scope="module")
+def interpreted(request: pytest.FixtureRequest) -> dict[str, dict]:
+    """Every selected cheat run in one interpreter process (support/interpreter_batch.py)."""
     pytest.importorskip("triton")
-    task, expect = EXPECT[file]
-    from support.procs import child_env  # here: this file also runs as the subprocess's script
+    files = [item.callspec.params["file"] for item in request.session.items
+             if item.module is request.module and hasattr(item, "callspec")]
+    return run_cases(__file__, {f: [str(HERE / f), EXPECT[f][0]] for f in files}, timeout_s=600 * max(1, len(files)))
 
-    env = child_env(TRITON_INTERPRET="1")  # the subprocess imports htam_agent from this checkout
-    proc = subprocess.run([sys.executable, __file__, str(HERE / file), task], capture_output=True, text=True,
-                          env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
+
+@pytest.mark.timeout(1800)  # the first case's setup runs all of the run's cheats
+@pytest.mark.parametrize("file", list(EXPECT), ids=lambda f: Path(f).stem)
+def test_triton_cheat_behaves_as_designed(interpreted: dict[str, dict], file):
+    _, expect = EXPECT[file]
+    assert not interpreted[file]["error"], interpreted[file]["error"]
+    got = interpreted[file]["value"]
     for size in ("small", "alt"):
         for scale in (1.0, 64.0):
             assert got[f"{size} {scale}"] == expect.get((size, scale), "ok"), (file, size, scale, got)
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--batch"]:
+        main(_run)
+        sys.exit(0)
     print(json.dumps(_run(sys.argv[1], sys.argv[2])))

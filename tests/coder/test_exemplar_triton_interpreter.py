@@ -1,22 +1,22 @@
 """Exemplar Triton candidates are correct, run on the CPU by the Triton interpreter (TRITON_INTERPRET=1).
 
 A selection that covers every family and the main knob paths (masked tails, broadcast operands, grid-stride,
-online/two-pass statistics, rows kept in registers, argmax ties, batched matmul). Each case runs in a
-subprocess (the variable must be set before triton is imported) at the task's SMALL and ALT sizes, on the
-task's inputs and on x64 inputs, against the reference with rtol 1e-4 and atol 1e-4 * rms. 15-60 s a case on
-two cores: the default run checks one case of each knob path (DEFAULT_LANE), `-m exhaustive` the others.
+online/two-pass statistics, rows kept in registers, argmax ties, batched matmul). The run's cases run in
+one subprocess (support/interpreter_batch.py; the variable must be set before triton is imported) at the
+task's SMALL and ALT sizes, on the task's inputs and on x64 inputs, against the reference with rtol 1e-4 and
+atol 1e-4 * rms. 15-60 s a case on two cores: the default run checks one case of each knob path
+(DEFAULT_LANE), `-m exhaustive` the others.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
+from support.interpreter_batch import main, run_cases
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -91,24 +91,40 @@ def _check(stem: str, path: Path) -> None:
             print(f"ok {where} err={err:.3g}")
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("stem,want", [
-    pytest.param(s, w, id=f"{s}-{'-'.join(map(str, w.values())) or 'default'}",
-                 marks=[] if s in DEFAULT_LANE else [pytest.mark.exhaustive]) for s, w in CASES])
-def test_exemplar_triton_in_interpreter(stem: str, want: dict):
+def _case_id(stem: str, want: dict) -> str:
+    return f"{stem}-{'-'.join(map(str, want.values())) or 'default'}"
+
+
+@pytest.fixture(scope="module")
+def interpreted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """Every selected case checked in one interpreter process (support/interpreter_batch.py)."""
     pytest.importorskip("triton", reason="triton is not installed (pip install 'htam-agent[triton]')")
-    vid, code = _pick(stem, want)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"triton_{vid}.py"
-        path.write_text(code)
-        env = {**os.environ, "TRITON_INTERPRET": "1",
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-        proc = subprocess.run([sys.executable, __file__, stem, str(path)], env=env, capture_output=True, text=True,
-                              timeout=900)
-    assert proc.returncode == 0, f"{stem} {vid}:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    folder = tmp_path_factory.mktemp("triton_cases")
+    cases = {}
+    for item in request.session.items:
+        if item.module is request.module and hasattr(item, "callspec"):
+            stem, want = item.callspec.params["stem"], item.callspec.params["want"]
+            vid, code = _pick(stem, want)
+            path = folder / f"triton_{stem}_{vid}.py"
+            path.write_text(code)
+            cases[_case_id(stem, want)] = [stem, str(path)]
+    return run_cases(__file__, cases, timeout_s=900 * max(1, len(cases)))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # the first case's setup checks all of the run's cases
+@pytest.mark.parametrize("stem,want", [
+    pytest.param(s, w, id=_case_id(s, w), marks=[] if s in DEFAULT_LANE else [pytest.mark.exhaustive])
+    for s, w in CASES])
+def test_exemplar_triton_in_interpreter(interpreted: dict[str, dict], stem: str, want: dict):
+    error = interpreted[_case_id(stem, want)]["error"]
+    assert not error, f"{_case_id(stem, want)}:\n{error}"
 
 
 if __name__ == "__main__":  # started with the repository on PYTHONPATH
+    if sys.argv[1:2] == ["--batch"]:
+        main(lambda stem, path: _check(stem, Path(path)))
+        sys.exit(0)
     if os.environ.get("TRITON_INTERPRET") != "1":
         sys.exit("set TRITON_INTERPRET=1")
     _check(sys.argv[1], Path(sys.argv[2]))
