@@ -66,6 +66,7 @@ def eval_cmd(
     from htam_agent.evaluation.parent.evaluator import Evaluator
     from htam_agent.evaluation.parent.gateway import EvaluationGateway
     from htam_agent.evaluation.parent.options import eval_options, verdict_store
+    from htam_agent.evaluation.parent.pool import start_early
     from htam_agent.evaluation.parent.readout import Readout
     from htam_agent.evaluation.tasks import TaskError, load_task
 
@@ -74,6 +75,7 @@ def eval_cmd(
         if not path.is_file():
             console.print(f"[red]error:[/] {path}: no such {what} file")
             raise typer.Exit(2)
+    start_early()  # the checker's imports run beside this process's own (the task's check, sizes, footprint)
     try:
         load_task(task, size="default")
     except TaskError as exc:

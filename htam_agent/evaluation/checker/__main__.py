@@ -17,6 +17,7 @@ import sys
 import time
 
 _T_START = time.perf_counter()
+from ..common import gpu  # noqa: E402
 from ..common.containment import process_tree  # noqa: E402
 from .sandbox_client import SandboxClient  # noqa: E402 (the standard library only: no torch yet)
 
@@ -29,6 +30,8 @@ def main(argv: list[str] | None = None, forked: bool = False, started: float | N
         print("usage: python -m htam_agent.evaluation.checker --result-fd N (job JSON on stdin)", file=sys.stderr)
         return 2
     result_fd = int(argv[1])
+    gpu.set_role("checker")
+    gpu.install_tripwire()  # tests only (HTAM_TEST_CUDA_TRIPWIRE)
     process_tree.become_subreaper()
     process_tree.make_undumpable()
     # Starts now: its imports overlap ours and the wait for the job. Forked, a second sandbox costs a few
@@ -71,6 +74,7 @@ def main(argv: list[str] | None = None, forked: bool = False, started: float | N
             shutil.rmtree(os.getcwd(), ignore_errors=True)
         os._exit(0)
     job = json.loads(line)
+    gpu.job_arrived()  # CUDA is initialised from here on (job.py), never before: its sandboxes are forks of it
     keep = bool(job.get("keep_scratch")) and job["mode"] != "baseline"
     verdict = run_job(job, events, sandbox, reference)
     verdict.time_phase("imports", imports)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..common import protocol
+from ..common import gpu, protocol
 from ..common.containment import cgroup, privileges, process_tree, sandbox_uid, scratch_quota
 from ..common.protocol import SandboxTimeout
 
@@ -120,6 +120,7 @@ def _become_sandbox(env: dict[str, str], scratch: Path, out: int, err: int, sock
     os.environ.clear()
     os.environ.update(env)
     tempfile.tempdir = None  # the launcher's cached choice (its TMPDIR): the sandbox's is its scratch's tmp/
+    gpu.set_role("sandbox")
     if identity is not None:
         privileges.become(identity.uid, identity.gid, identity.read_all, sandbox_uid.nproc_limit(),
                            sandbox_uid.file_limit())
@@ -161,7 +162,11 @@ class SandboxClient:
             if self.identity:
                 os.fchown(out.fileno(), self.identity.uid, self.identity.gid)
                 os.fchown(err.fileno(), self.identity.uid, self.identity.gid)
-            if forked and single_threaded():
+            blocker = gpu.fork_blocker() if forked else None
+            if blocker is not None:  # a fork would inherit an initialised driver: its CUDA calls would fail
+                print(f"htam: not forking the sandbox ({blocker}); it starts as a fresh interpreter",
+                      file=sys.stderr, flush=True)
+            if forked and blocker is None and single_threaded():
                 self.proc: subprocess.Popen | ForkedProcess = ForkedProcess.start(
                     lambda: _become_sandbox(env, self.scratch, out.fileno(), err.fileno(), there.fileno(),
                                             self.identity))

@@ -8,6 +8,11 @@ its job, so a sandbox starts from memory that holds no job and no secret; the fo
 exactly as the launcher script would (privileges.become) and runs the sandbox's module by name, as
 `python -m` would (neither this process nor the checker imports the sandbox's code).
 
+Where a GPU is visible it serves too: forking is safe from a process that imported torch (and Triton) but
+never initialised the CUDA driver, and nothing here initialises it (common/gpu.py). Before every fork it
+checks that (`gpu.fork_blocker()`); should anything have initialised CUDA, it refuses to fork and says why,
+and the parent starts checkers as fresh interpreters from then on.
+
 The launcher reads no job and runs no candidate. It is the parent of the checkers it forks: it reaps them and
 writes each one's exit status on a pipe the parent handed over with the request. It leaves when the
 parent's end of the control socket closes; checkers still running carry on (they are sessions of their own).
@@ -26,9 +31,7 @@ import sys
 import tempfile
 import time
 
-from ..checker import __main__ as checker_main
-from ..checker import job  # noqa: F401  (imports torch and everything a checker's job uses)
-from ..common import protocol
+from ..common import gpu, protocol
 from ..common.containment import process_tree
 
 STATUS = struct.Struct("!i")
@@ -66,6 +69,9 @@ def _child(request: dict, fds: list[int], control: socket.socket, wake: tuple[in
     os.environ.update({str(k): str(v) for k, v in dict(request["env"]).items()})
     tempfile.tempdir = None  # chosen again from this environment, not the one cached at the launcher's start
     sys.argv = [sys.argv[0]]
+    gpu.set_role("checker")
+    from ..checker import __main__ as checker_main  # imported by serve() already: a lookup
+
     checker_main.main(["--result-fd", "3"], forked=True, started=started)
 
 
@@ -88,6 +94,11 @@ def _reap(waiting: dict[int, int]) -> None:
 
 def serve(control: socket.socket) -> None:
     process_tree.make_undumpable()  # no process of our user attaches to it or opens its descriptors via /proc
+    gpu.set_role("launcher")
+    gpu.install_tripwire()  # tests only (HTAM_TEST_CUDA_TRIPWIRE): before any of the evaluator's imports
+    from ..checker import __main__ as checker_main  # noqa: F401  (what every fork runs)
+    from ..checker import job  # noqa: F401  (imports torch and everything a checker's job uses)
+
     _warm()
     wake = os.pipe()
     for fd in wake:
@@ -116,6 +127,11 @@ def serve(control: socket.socket) -> None:
         if msg.body.get("op") != "fork" or len(msg.fds) != 5:
             protocol._close_all(msg.fds)
             protocol.send(control, {"error": "expected {'op': 'fork', 'cwd', 'env'} with 5 descriptors"})
+            continue
+        blocker = gpu.fork_blocker()
+        if blocker is not None:  # a fork would inherit an initialised driver: its CUDA calls would fail
+            protocol._close_all(msg.fds)
+            protocol.send(control, {"error": f"not forking: {blocker}", "cuda_initialised": blocker})
             continue
         pid = process_tree.fork_child(functools.partial(_child, msg.body, msg.fds, control, wake))
         *theirs, status = msg.fds

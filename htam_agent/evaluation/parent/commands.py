@@ -25,11 +25,13 @@ from pathlib import Path
 from htam_agent.backend_registry import spec
 
 from ..backends import detect_backend
+from ..common import gpu
 from ..common.verdict import with_envelope
 from ..tasks import TaskError, task_paths
 from .candidate import Candidate
 from .evaluator import Evaluator
 from .options import add_arguments, eval_options, verdict_store
+from .pool import start_early
 from .readout import Readout
 
 
@@ -39,6 +41,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if backend is None:
         print(f"{args.candidate}: cannot tell the backend from the source; pass --backend", file=sys.stderr)
         return 2
+    start_early()  # the checker's imports run beside this process's (the task's sizes and footprint)
     store = verdict_store(args)
     ev = Evaluator(eval_options(args, backend), store)
     verdict = ev.evaluate(Candidate.of(args.task, source), use_store=not args.no_store)
@@ -222,6 +225,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     except BatchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    start_early()
     by_backend: dict[str, list[Candidate]] = {}
     for task, cand in pairs:
         c = Candidate.of(task, source_path=cand, name=Path(task).stem)
@@ -281,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     add_arguments(p)  # the options shared with `htam eval` (options.py)
     p.set_defaults(fn=cmd_batch)
     args = parser.parse_args(argv)
+    gpu.set_role("parent")
+    gpu.install_tripwire()  # tests only (HTAM_TEST_CUDA_TRIPWIRE)
     try:
         return args.fn(args)
     except TaskError as exc:

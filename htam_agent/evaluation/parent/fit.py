@@ -15,6 +15,8 @@ from typing import Any
 
 from htam_agent.backend_registry import is_cpu
 
+from ..common import gpu
+
 MEMORY_FACTOR = 2.5
 PROCESSES_BYTES = 1 << 30
 ORDER = ("default", "small")  # largest first
@@ -45,7 +47,8 @@ class Fit:
 
 def free_bytes(backend: str, device_index: int = 0) -> int | None:
     """Free memory where the task's tensors live: the host's MemAvailable for the CPU backends, the GPU's free
-    memory otherwise (None when it cannot be read)."""
+    memory otherwise, from NVML (None when it cannot be read). Not torch's `mem_get_info`: that initialises CUDA
+    in the parent, a context of its own (hundreds of MB of the device, and a second or so, on every `eval`)."""
     if is_cpu(backend):
         try:
             with open("/proc/meminfo") as f:
@@ -55,12 +58,7 @@ def free_bytes(backend: str, device_index: int = 0) -> int | None:
         except OSError:
             return None
         return None
-    try:
-        import torch
-
-        return int(torch.cuda.mem_get_info(device_index)[0]) if torch.cuda.is_available() else None
-    except Exception:
-        return None
+    return gpu.free_bytes(device_index)
 
 
 def need_bytes(task_source: str, task_path: str, size: str, derived: dict[str, Any] | None) -> int | None:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from htam_agent.backend_registry import is_cpu
 
+from ..common import gpu
 from ..common.verdict import VerdictBuilder, with_envelope
 from .candidate import Candidate
 from .evaluator import Evaluator
@@ -43,9 +44,7 @@ def resolve_mode(requested: str, backend: str) -> Mode:
         return requested  # type: ignore[return-value]
     if is_cpu(backend):
         return "local"
-    import torch
-
-    return "local" if torch.cuda.is_available() else "replay"
+    return "local" if gpu.usable() else "replay"  # asked of NVML: CUDA stays uninitialised in the caller
 
 
 def no_code_verdict(task: str, backend: str, why: str) -> dict[str, Any]:

@@ -6,9 +6,10 @@ once, and each checker (and its sandbox) is then a fork of it. `spawn` returns a
 not ours: its exit status comes back on a pipe the launcher writes when it reaps it.
 
 `spawn` returns None where the launcher cannot serve (not Linux, `HTAM_LAUNCHER=0`, it failed to start or
-died twice) or is not used: where a GPU is visible. CUDA must not be initialised in a process that forks,
-the GPU path has not been measured with it yet, and there the spares (pool.py) already hide start-up
-behind the previous job. The caller then starts the checker as a fresh interpreter, as before. Each checker gets the
+died twice, or it found CUDA initialised in itself); the caller then starts the checker as a fresh interpreter,
+as before. Where a GPU is visible it serves as on the CPU: forking from a process that imported torch but never
+initialised the CUDA driver is safe, the launcher checks that before every fork (common/gpu.py) and refuses
+otherwise, and each checker and sandbox initialises CUDA only once its job has arrived. Each checker gets the
 environment of its request, but what is read once at a process's start (glibc's malloc settings, OpenMP's,
 the interpreter's) is the launcher's: when any variable changes but those known to be read only later
 (`HTAM_*`, which the evaluator reads when it needs them, and pytest's `PYTEST_CURRENT_TEST`), the next spawn
@@ -34,7 +35,6 @@ from pathlib import Path
 from typing import IO
 
 from ..common import protocol
-from ..common.containment import sandbox_uid
 
 log = logging.getLogger(__name__)
 STATUS = struct.Struct("!i")  # the launcher's record of a checker's exit status (launcher/__main__.py)
@@ -47,6 +47,10 @@ LATE = re.compile(r"HTAM_\w*|PYTEST_CURRENT_TEST")
 def startup_env(env: dict[str, str]) -> dict[str, str]:
     """The part of an environment a launcher must have been started with to serve it."""
     return {k: v for k, v in env.items() if not LATE.fullmatch(k)}
+
+
+class CudaInitialised(RuntimeError):
+    """The launcher found the CUDA driver initialised in itself: a fork of it could not use CUDA."""
 
 
 class Launched:
@@ -142,6 +146,8 @@ class Launcher:
         if not isinstance(reply.get("pid"), int):
             os.close(stdin_w)
             os.close(status_r)
+            if reply.get("cuda_initialised"):
+                raise CudaInitialised(str(reply["cuda_initialised"])[:300])
             raise RuntimeError(f"the launcher refused to fork: {str(reply)[:200]}")
         self.answered = True
         return Launched(reply["pid"], os.fdopen(stdin_w, "wb"), status_r)
@@ -171,17 +177,18 @@ class Launcher:
 _lock = threading.Lock()
 _current: Launcher | None = None
 _failures = 0
+_cuda_refused: str | None = None  # why the launcher refused to fork (CUDA initialised in it): off for good
 
 
 def enabled() -> bool:
     return (sys.platform.startswith("linux") and os.environ.get("HTAM_LAUNCHER", "1") != "0" and _failures < 2
-            and not sandbox_uid.gpu_visible())
+            and _cuda_refused is None)
 
 
 def spawn(cwd: Path, env: dict[str, str], out: IO[bytes], err: IO[bytes], result_fd: int) -> Launched | None:
     """A checker forked by this process's launcher (started, or restarted for a changed start-up `env`);
     None when there is no launcher to ask (the caller starts a fresh interpreter)."""
-    global _current, _failures
+    global _current, _failures, _cuda_refused
     if not enabled():
         return None
     with _lock:
@@ -194,6 +201,14 @@ def spawn(cwd: Path, env: dict[str, str], out: IO[bytes], err: IO[bytes], result
             _current = Launcher(env)
         try:
             return _current.spawn(cwd, env, out, err, result_fd)
+        except CudaInitialised as exc:
+            _cuda_refused = str(exc)
+            log.warning("htam: the evaluator's launcher has CUDA initialised (%s), so a checker forked from it could "
+                        "not use the GPU; checkers start as fresh interpreters from now on (each pays its torch "
+                        "import). Its stderr: %s", exc, _current.stderr_tail()[-600:])
+            _current.close()
+            _current = None
+            return None
         except (OSError, EOFError, TimeoutError, RuntimeError, protocol.ProtocolError) as exc:
             _failures += 1
             log.warning("htam: the evaluator's launcher could not fork a checker (%s); checkers start as fresh "

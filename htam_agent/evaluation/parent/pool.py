@@ -97,6 +97,14 @@ class LaterSpare:
             _replenish(1)
 
 
+def start_early() -> None:
+    """Start the first checker now, in the background, for a command that is about to evaluate: its
+    launcher's torch import (and its sandbox's fork) runs beside the caller's own work before the job (reading
+    the task, deriving its sizes and footprint: the parent's torch import), instead of after it, so that a
+    one-shot `eval` pays one torch import on its critical path, not two in a row."""
+    threading.Thread(target=_replenish, args=(1,), name="htam-first-checker", daemon=True).start()
+
+
 def take_spare(prestart: bool) -> Spare:
     with _spare_lock:
         while _spares and _spares[0].proc.poll() is not None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from htam_agent.backend_registry import is_cpu
 
-from ..common import paths
+from ..common import gpu, paths
 from ..common.verdict import EVALUATOR_VERSION, SCHEMA_VERSION
 
 
@@ -35,7 +35,8 @@ def candidate_key(candidate_source: str, task_source: str, size: str, backend: s
 def device_name(backend: str) -> str:
     """The device a verdict belongs to. `HTAM_DEVICE_NAME` overrides it, to replay another host's verdicts.
 
-    Found without initializing CUDA in this process (nvidia-smi), so the agent's process stays light.
+    Found without initializing CUDA in this process (NVML, as nvidia-smi reads it; nvidia-smi where NVML
+    cannot be loaded), so the agent's process stays light and may fork.
     """
     env = os.environ.get("HTAM_DEVICE_NAME")
     if env:
@@ -44,6 +45,8 @@ def device_name(backend: str) -> str:
         from ..backends._devices import cpu_name
 
         return f"cpu:{cpu_name()}"
+    if (name := gpu.device_name(0)) is not None:
+        return name
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", "0"],
                              capture_output=True, text=True, timeout=20)

@@ -6,12 +6,15 @@ from __future__ import annotations
 import socket
 import sys
 
+from ..common import gpu
 from .server import Sandbox, _warm_profiler
 
 
 def serve(fd: int) -> None:
     """Serve the checker on socket `fd`."""
     sock = socket.socket(fileno=fd)
+    gpu.set_role("sandbox")
+    gpu.install_tripwire()  # tests only (HTAM_TEST_CUDA_TRIPWIRE); a forked sandbox has its checker's already
     _warm_profiler()
     try:  # when memory runs out, the kernel's OOM killer takes this process, not the checker
         with open("/proc/self/oom_score_adj", "w") as f:

@@ -27,7 +27,7 @@ _T_START = time.perf_counter()
 import torch  # noqa: E402
 
 from ..backends import get_backend  # noqa: E402
-from ..common import observe, protocol  # noqa: E402
+from ..common import gpu, observe, protocol  # noqa: E402
 from ..common.containment import landlock, memory_cap, privileges  # noqa: E402
 from ..common.observe import flatten_outputs  # noqa: E402
 from . import build_cache, probe  # noqa: E402
@@ -101,6 +101,7 @@ class Sandbox:
                 msg = protocol.recv(self.sock)
             except EOFError:
                 os._exit(0)
+            gpu.job_arrived()  # a request: CUDA may be initialised from here on, never before
             op = msg.body.get("op")
             self.nonce = msg.body.get("nonce")  # events sent during this request echo it (_build_request)
             handler = getattr(self, f"op_{op}", None) if isinstance(op, str) else None

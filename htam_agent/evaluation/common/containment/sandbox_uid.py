@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from .. import gpu
 from .process_tree import all_pids, pid_stat
 
 _EVALUATION = Path(__file__).resolve().parents[2]  # htam_agent/evaluation/; this file is in common/containment/
@@ -219,9 +220,7 @@ def remove_owned(uid: int, roots: tuple[str, ...] = ("/dev/shm", "/tmp", "/var/t
 
 
 def gpu_visible() -> bool:
-    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
-        return False
-    return any(Path("/dev").glob("nvidia[0-9]*"))
+    return gpu.visible()
 
 
 def chown_tree(path: Path, uid: int, gid: int) -> None:
