@@ -21,14 +21,14 @@ DIRECTIONS = ["memory_access", "data_reuse", "parallel_mapping", "instruction_th
               "boundary_correctness", "launch_overhead", "occupancy_tuning"]
 
 
-def _covered(backend: str) -> list[str]:
-    out = []
+def _covered(backend: str) -> dict[str, list]:
+    """Each suite task the backend covers, with its enumerated space (enumerated once: it traces the task)."""
+    out = {}
     for p in sorted(SUITE_DIR.glob("*.py")):
         try:
-            enumerate_candidates(p.read_text(), backend, p.stem)
+            out[p.stem] = enumerate_candidates(p.read_text(), backend, p.stem)
         except UnsupportedTask:
             continue
-        out.append(p.stem)
     return out
 
 
@@ -37,9 +37,8 @@ def _moves_stay_enumerated(backend: str, sampled: bool) -> None:
     every knob value of its family) by default, from every other variant in the `exhaustive` lane."""
     coder = ExemplarCoder()
     starts = 0
-    for stem in _covered(backend):
+    for stem, cands in _covered(backend).items():
         src = task_source(stem)
-        cands = enumerate_candidates(src, backend, stem)
         space = {code for _, _, code in cands}
         pattern = plan(CodeRequest(task_name=stem, task_source=src, backend=backend)).pattern
         sample = knob_sample([(stem, pattern.family, vid, knobs) for vid, knobs, _ in cands])
