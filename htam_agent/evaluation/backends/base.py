@@ -79,6 +79,10 @@ class Backend(ABC):
     def flush_cache(self) -> None:
         """Evict the last-level cache so every timed call starts cold, as in a real model."""
 
+    def release_flush(self) -> None:
+        """Let the flush's buffer go once nothing more is timed (the next flush allocates it again)."""
+        return None
+
     @abstractmethod
     def device_info(self) -> dict[str, Any]:
         """Name and properties recorded in the verdict (and part of the verdict store's key)."""

@@ -13,8 +13,9 @@ from ..backends import get_backend
 from ..common.containment import memory_cap
 from ..common.verdict import VerdictBuilder
 from ..tasks import TaskError, load_task_source
+from . import heap
 from . import inputs as inp
-from .phases import bare, baseline, evaluate, pairs
+from .phases import HARNESS_OOM, bare, baseline, evaluate, pairs
 from .sandbox_client import CandidateFailed, ProtocolViolation, SandboxClient, SandboxDied, SandboxTimeout
 from .state import COMPILE_PHASES, Events, Run
 
@@ -24,6 +25,7 @@ def run_job(job: dict[str, Any], events: Events, sandbox: SandboxClient | None,
     """Evaluate one job; always returns its verdict, not yet finalized (the candidate's failures are verdicts,
     not exceptions): `checker/__main__` adds what it learns after the sandbox is gone, then finalizes once.
     `reference`: a sandbox started before the job, for the reference when the job is paired (else killed)."""
+    heap.give_back_freely()  # after the sandboxes' forks: theirs keep the evaluation's steady setting
     verdict = VerdictBuilder(job.get("task_name", ""), job["backend"])
     seed = job.get("seed")
     run = Run(job=job, verdict=verdict, events=events, sandbox=sandbox,
@@ -112,8 +114,7 @@ def _dispatch(run: Run) -> None:
         verdict.set_status(exc.kind, f"{exc.kind.replace('_', ' ')} during {run.phase}: {exc.text[:400]}")
         verdict.set_error(exc.text[-1500:])
     except BaseException as exc:  # the checker's own failure, out of memory included: never the candidate's
-        what = ("the evaluator ran out of memory (the harness, not the candidate: the task may be too large for "
-                "this device at this size; try --size small)" if isinstance(exc, (torch.OutOfMemoryError, MemoryError))
+        what = (HARNESS_OOM if isinstance(exc, (torch.OutOfMemoryError, MemoryError))
                 or "can't allocate memory" in str(exc) else "evaluator error")
         verdict.set_status("error", f"{what} during {run.phase}: {type(exc).__name__}: {str(exc)[:300]}")
         verdict.set_error(traceback.format_exc()[-3000:])

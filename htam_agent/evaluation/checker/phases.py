@@ -35,9 +35,13 @@ from ..common.containment import landlock, memory_cap
 from ..common.verdict import VerdictBuilder
 from . import correctness, judge, roofline, static, timing
 from . import inputs as inp
-from .sandbox_client import CandidateFailed, SandboxTimeout
+from .sandbox_client import CandidateFailed, SandboxDied, SandboxTimeout
 from .state import Events, Run
 from .timed_calls import calibrate, free_cached, reference_outputs, time_candidate, time_paired
+
+#: a harness out-of-memory, in the checker or in a sandbox before candidate code ran: never the candidate's
+HARNESS_OOM = ("the evaluator ran out of memory (the harness, not the candidate: the task may be too large for "
+               "this device at this size; try --size small)")
 
 # --------------------------------------------------------------------------------------------------------
 # Models and values on the checker's side
@@ -256,15 +260,23 @@ def phase_compile(run: Run, calibrate_clock: bool = True) -> bool:
         with torch.device(run.device):
             init = run.task.get_init_inputs()
     timed = job["mode"] in ("evaluate", "baseline") and job.get("timing", True)
-    run.calibration = calibrate(run) if timed and calibrate_clock else []  # before any code but ours runs there
+    run.calibration = []
+    if timed and calibrate_clock:  # before any code but ours runs there: a phase of its own
+        if not phase_calibrate(run):
+            return False
+        run.enter("compile")
     t0 = time.perf_counter()
+    step = "importing the candidate (its module's code and its builds)"
     try:
         if job["mode"] == "baseline":  # the reference itself, timed in a sandbox of its own like a candidate
+            step = "loading the task's reference"
             sb.ask("reference", run.left(), source=job["task_source"], path=job["task_path"], size=job["size"],
                    derived=job.get("derived_sizes"))
         else:
             sb.ask("load", run.left(), source=job["candidate_source"])
         if job["mode"] in ("evaluate", "baseline"):
+            step = (f"building {'Model' if job['mode'] == 'baseline' else 'ModelNew'}(*get_init_inputs()) with "
+                    "the reference's weights (its module was imported and built)")
             build_candidate(run, "main", run.ref, init)
     except CandidateFailed as exc:
         v.set_compile(seconds=round(time.perf_counter() - t0, 3))
@@ -272,7 +284,7 @@ def phase_compile(run: Run, calibrate_clock: bool = True) -> bool:
             v.set_status("error", f"evaluator error while building: {builds.environment_failure[:300]}")
             v.set_compile(message=exc.text[-8000:])
         elif exc.kind == "out_of_memory":
-            v.set_status("out_of_memory", f"out of memory while loading the candidate: {exc.text[:300]}")
+            v.set_status("out_of_memory", f"out of memory while {step}: {exc.text[:300]}")
         else:
             v.set_status("compile_error")
             where = f"\n({exc.where})" if exc.where and "Error building extension" not in exc.text else ""
@@ -285,6 +297,27 @@ def phase_compile(run: Run, calibrate_clock: bool = True) -> bool:
         v.set_correct(None)
         return False
     return check_tampering(run)
+
+
+def phase_calibrate(run: Run) -> bool:
+    """The checker's clock calibrated on no-op requests (`timed_calls.calibrate`), before the candidate is
+    imported. Its own phase, so that a failure here is named for what it is: only the evaluator's code has run
+    in the sandbox yet, so whatever fails (an allocation of the no-op's outputs included) is the evaluator's
+    `error`, never the candidate's `out_of_memory`, and never "during compile" (issue 36)."""
+    run.enter("calibrate")
+    try:
+        run.calibration = calibrate(run)
+        return True
+    except CandidateFailed as exc:
+        oom, text = exc.kind == "out_of_memory", exc.text
+    except SandboxDied as exc:  # killed (the OOM killer sends SIGKILL) or dead with only our code in it
+        group = run.sb.cgroup.path if run.sb.cgroup is not None else None
+        oom, text = memory_cap.oom_kills(group) > 0 or "SIGKILL" in exc.reason, f"the sandbox died: {exc.reason}"
+    what = HARNESS_OOM if oom else "evaluator error"
+    run.verdict.set_status("error", f"{what} during calibrate, in the sandbox before the candidate was imported: "
+                           f"{text[:300]}")
+    run.verdict.set_error(text[-1500:])
+    return False
 
 
 def memory_allowance(run: Run) -> int | None:
@@ -461,6 +494,7 @@ def phase_timing(run: Run) -> bool:
                 judge.flag_unreliable(run.verdict, "the candidate", stats)
             else:
                 judge.flag_unsteady_pair(run.verdict, stats, ref[0])
+    timed_over(run)
     wall.judge(run.verdict, run.device.type, findings=clock)
     run.verdict.set_timing("candidate", stats)
     if ref is not None:
@@ -477,6 +511,15 @@ def phase_timing(run: Run) -> bool:
             run.verdict.add_flag(flag, f"work continued after forward returned ({detail}); all work must finish "
                                  "inside forward (join threads before returning)")
     return run.checks and check_tampering(run)
+
+
+def timed_over(run: Run) -> None:
+    """Nothing more is timed: the flush's buffer and the paired reference's sandbox go now rather than with
+    the verdict (the untimed phases after this have no use for them; issue 36)."""
+    run.backend.release_flush()
+    if run.ref_sandbox is not None:
+        run.ref_sandbox.discard()  # alone: `kill` would take the candidate's sandbox with it
+        run.ref_sandbox, run.ref_run = None, None
 
 
 def phase_roofline(run: Run) -> bool:
@@ -498,10 +541,13 @@ def phase_roofline(run: Run) -> bool:
                    if isinstance(t, torch.Tensor) and t.is_floating_point())
     floor, bound = roofline.floor_ms(nbytes, flops, ceil, fp32)
     slack = roofline.SLACK["cuda" if run.device.type == "cuda" else "cpu"]
-    if cand_ms < floor * slack or floor > 0.9 * cand_ms:
+    accused = cand_ms < floor * slack
+    if accused or floor > 0.9 * cand_ms:
         # Before accusing, or before the agent stops "at the roofline": were the cached ceilings measured on
-        # a busy machine? (a refresh keeps the best of old and new, so ceilings only rise)
-        ceil = roofline.ceilings(run.device, v.get("device")["name"], run.job["build_root"], refresh=True)
+        # a busy machine? (a refresh keeps the best of old and new, so ceilings only rise). Always before a
+        # rejection; at most hourly for a candidate that only comes near the floor (the probe's 256 MiB)
+        ceil = roofline.ceilings(run.device, v.get("device")["name"], run.job["build_root"], refresh=True,
+                                 max_age_s=None if accused else roofline.REFRESH_AFTER_S)
         floor, bound = roofline.floor_ms(nbytes, flops, ceil, fp32)
     frac = floor / cand_ms if cand_ms > 0 else None
     v.record(roofline={"bytes": nbytes, "flops": flops, "floor_ms": round(floor, 6), "bound": bound,
@@ -683,6 +729,7 @@ def baseline(run: Run) -> None:
         return
     run.enter("baseline")
     v.set_timing("eager", _time_slot(run, "eager PyTorch", "main"))
+    run.backend.release_flush()  # not held through torch.compile's compile (the compiled timing makes it again)
     if "compile" in job.get("baselines", ()):
         run.enter("baseline_compile")
         enc, ids = run.sb.upload(inp.make_inputs(run.task, run.device, run.seed + 100, "task"), run.left())

@@ -3,7 +3,8 @@
 Bytes: every input read once and every output written once. FLOPs: `torch.utils.flop_counter` over the
 reference's forward (matmul, convolution, attention; elementwise work counts as zero, so the floor stays a
 lower bound). Ceilings: a large device copy (bandwidth) and an fp32 matmul (peak), measured once per device
-and cached next to the builds. A candidate faster than `floor / slack` is flagged, never believed
+and cached next to the builds; measured again before a candidate is flagged, and at most hourly when one only
+comes near the floor. A candidate faster than `floor / slack` is flagged, never believed
 (cheat pattern 17); its fraction of the floor classifies the bottleneck for the agent.
 """
 
@@ -83,19 +84,30 @@ def _measure(device: Any) -> dict[str, float]:
     return {"bandwidth_Bps": bw, "fp32_flops": peak}
 
 
-def ceilings(device: Any, name: str, cache_dir: str, refresh: bool = False) -> dict[str, float]:
+CEILINGS = ("bandwidth_Bps", "fp32_flops")
+#: the least time between two measurements of the ceilings made because a candidate came near the floor
+#: (`ceilings(max_age_s=...)`): the probe holds 256 MiB on the CPU (two 128 MiB buffers), and on a busy machine
+#: every near-floor verdict re-measured them, beside the evaluation's own processes (issue 36)
+REFRESH_AFTER_S = 3600.0
+
+
+def ceilings(device: Any, name: str, cache_dir: str, refresh: bool = False,
+             max_age_s: float | None = None) -> dict[str, float]:
     """Measured once per device name and torch version and cached as JSON; `refresh` measures again and
-    keeps the best of old and new (a measurement on a busy machine only ever understates the hardware)."""
+    keeps the best of old and new (a measurement on a busy machine only ever understates the hardware),
+    unless `max_age_s` is given and the cached ones are younger than that."""
     import torch
 
     safe = "".join(c if c.isalnum() else "_" for c in f"{name}_{torch.__version__}")
     path = Path(cache_dir) / f"ceilings_{safe}.json"
     old: dict[str, float] = {}
     try:
-        old = json.loads(path.read_text())
-        if not refresh:
+        cached = json.loads(path.read_text())
+        old = {k: float(cached[k]) for k in CEILINGS}
+        age = time.time() - float(cached.get("measured_at", 0.0))  # none in a cache written before it was kept
+        if not refresh or (max_age_s is not None and 0 <= age < max_age_s):
             return old
-    except (OSError, ValueError):
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         pass
     allow_tf32 = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -103,10 +115,10 @@ def ceilings(device: Any, name: str, cache_dir: str, refresh: bool = False) -> d
         data = _measure(device)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = allow_tf32
-    data = {k: max(v, old.get(k, 0.0)) for k, v in data.items()}
+    data = {k: max(v, float(old.get(k, 0.0))) for k, v in data.items()}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data))
+    tmp.write_text(json.dumps(dict(data, measured_at=time.time())))
     os.replace(tmp, path)
     return data
 

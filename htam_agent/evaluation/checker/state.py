@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.verdict import VerdictBuilder
+from . import heap
 from .sandbox_client import SandboxClient
 
 COMPILE_PHASES = ("start", "compile", "baseline_compile")  # torch.compile's own compile counts as one
@@ -67,6 +68,7 @@ class Run:
         return self.tier != "bare"
 
     def enter(self, name: str) -> None:
+        heap.trim()  # what the last phase freed goes back before the next one grows (issue 36)
         now = time.perf_counter()
         self.seconds[self.phase] = round(self.seconds.get(self.phase, 0.0) + now - self._since, 3)
         self._since, self.phase = now, name

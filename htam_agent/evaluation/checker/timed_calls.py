@@ -125,6 +125,7 @@ def calibrate(run: Run, n: int = CALIBRATION_CALLS) -> list[float]:
             run.sb.ask("release", run.left(), ids=[f"cal{i}"], poison=False)
         walls.append(wall)
     run.sb.free(ids, run.left())
+    run.backend.release_flush()  # not needed again before the timed phase (issue 36)
     return walls
 
 
