@@ -9,7 +9,6 @@ import os
 import select
 import signal
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +41,11 @@ def run_job(job: dict[str, Any], options: EvalOptions) -> dict[str, Any]:
     checker's finalized verdict (or the parent's, for a checker that gave none) with the parent's envelope
     (its wall time, the checker's stderr) beside it. The verdict is never edited here.
 
-    On the CPU backend the next checker is started only once this job's timed phases are over (its untimed
-    tail, or its end): starting one imports torch in two processes, which would compete with this job's
-    timing for the machine's few cores, but its imports may overlap the tail's checks.
+    On the CPU backend the next checker is started only once this job's checker has given its verdict and
+    gone: started earlier, it imported torch beside this job's timing (two processes competing for the
+    machine's few cores), and, started at the untimed tail, it and its two sandboxes (~130 MB) sat beside this
+    job's peak memory (issue 36). Forked from the launcher it imports nothing; started as a fresh interpreter
+    (no launcher), the next job now waits for its imports.
     """
     cpu = is_cpu(options.backend)
     spare = take_spare(options.prestart and (not cpu or job["mode"] == "compile"))
@@ -63,8 +64,7 @@ def run_job(job: dict[str, Any], options: EvalOptions) -> dict[str, Any]:
     verdict, timed_out_in = None, None
     sandbox: dict[str, Any] = {}
     try:
-        verdict, phase, limit, timed_out_in = _follow(spare, options, phase, since, limit, sandbox,
-                                                             later.phase)
+        verdict, phase, limit, timed_out_in = _follow(spare, options, phase, since, limit, sandbox)
     except BaseException:  # interrupted: the checker and its folder go too
         kill_group(proc)
         rmtree(scratch)
@@ -104,8 +104,7 @@ def _no_checker_verdict(job: dict[str, Any], phase: str, timed_out_in: str | Non
 
 
 def _follow(spare: Spare, options: EvalOptions, phase: str, since: float, limit: float,
-            sandbox: dict[str, Any], on_phase: Callable[[str], None] | None = None
-            ) -> tuple[Any, str, float, str | None]:
+            sandbox: dict[str, Any]) -> tuple[Any, str, float, str | None]:
     """Read the checker's events until it closes its pipe, or kill it at its limit.
 
     Returns (verdict or None, last phase, its limit, the phase it timed out in or None)."""
@@ -129,8 +128,6 @@ def _follow(spare: Spare, options: EvalOptions, phase: str, since: float, limit:
                 if event.get("event") == "phase":
                     phase, since = str(event.get("phase")), time.time()
                     limit = float(event.get("limit_s") or options.run_timeout_s)
-                    if on_phase is not None:
-                        on_phase(phase)
                 elif event.get("event") == "verdict":
                     verdict = event.get("verdict")
                 elif event.get("event") == "sandbox":
