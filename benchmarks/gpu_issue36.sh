@@ -6,7 +6,8 @@
 #   benchmarks/gpu_issue36.sh memory     # peak device memory per KernelBench level-1 problem at its own size
 #                                        # (budget: <= 2.5 x footprint + 1 GiB, no harness out_of_memory)
 #   benchmarks/gpu_issue36.sh latency    # a built candidate to its verdict (<= 3 s), 16 new candidates of one
-#                                        # task (<= 60 s), `python -m htam_agent.evaluation eval` wall (<= 10 s)
+#                                        # task (<= 60 s), `python -m htam_agent.evaluation eval` wall (<= 10 s),
+#                                        # with the launcher and without (benchmarks/gpu_latency.py); needs no .kb
 #
 # Results under $OUT/issue36/ (or ./issue36-results when OUT is unset), one JSON line per case.
 set -u
@@ -24,18 +25,13 @@ case "${1:-}" in
     "$PY" benchmarks/verdict_memory.py --set gpu --kb "$KB" --jsonl "$DEST/verdict_memory_gpu.jsonl"
     ;;
   latency)
-    # 16 new candidates of one task, one built candidate re-evaluated (the "cached" figure is a built candidate to
-    # its verdict with full checks), as the throughput benchmark measures them.
-    timeout 900 "$PY" benchmarks/eval_throughput.py --backend cuda --n 16 --naive-sample 2 --skip stability \
-      --out "$DEST/eval_throughput_cuda.json"
-    # `htam eval` of a built candidate, wall time of the whole command (its parent's own imports included): built
-    # once first, then timed.
-    task=htam_agent/bundled_tasks/suite/elementwise_leaky_relu.py
-    cand=htam_agent/bundled_tasks/candidates/elementwise_leaky_relu/cuda_fast.py
-    "$PY" -m htam_agent.evaluation eval "$task" "$cand" --no-store > "$DEST/eval_build.json" 2>&1
-    /usr/bin/time -f '%e s wall' -o "$DEST/eval_wall.txt" "$PY" -m htam_agent.evaluation eval "$task" "$cand" \
-      --no-store > "$DEST/eval_timed.json" 2>&1
-    cat "$DEST/eval_wall.txt"
+    # A built candidate to its verdict (<= 3 s), `python -m htam_agent.evaluation eval` of a built candidate, whole
+    # command (<= 10 s), 16 new candidates of one task (<= 60 s): each with the launcher (forked checkers, CUDA
+    # initialised after the job arrives) and the first two also with HTAM_LAUNCHER=0 (fresh interpreters, the GPU
+    # path before issue 36), on this machine in one run. Prints one JSON line per measurement, then the medians.
+    # BATCH_MODES=launcher,fresh adds the old path's batch of 16 (about 3 more minutes).
+    timeout 470 "$PY" benchmarks/gpu_latency.py --backend cuda --n 16 --repeats 2 \
+      --batch-modes "${BATCH_MODES:-launcher}" --out "$DEST/gpu_latency.json"
     ;;
   *)
     echo "usage: $0 memory|latency" >&2
