@@ -84,3 +84,48 @@ def test_no_cuda_here_blocks_no_fork():
     import torch  # noqa: F401
 
     assert gpu.fork_blocker() is None
+
+
+FAKE_NVML = r"""
+#include <stdio.h>
+typedef struct { unsigned long long total, free, used; } memory_t;
+int nvmlInit_v2(void) { return 0; }
+int nvmlDeviceGetCount_v2(unsigned int *n) { *n = 2; return 0; }
+int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **h) { if (i >= 2) return 2; *h = (void *)(long)(i + 1); return 0; }
+int nvmlDeviceGetName(void *h, char *buf, unsigned int n) { snprintf(buf, n, "Fake GPU %ld", (long)h - 1); return 0; }
+int nvmlDeviceGetUUID(void *h, char *buf, unsigned int n) { snprintf(buf, n, "GPU-%ld1234-5678", (long)h - 1); return 0; }
+int nvmlDeviceGetMemoryInfo(void *h, memory_t *m) {
+    m->total = 80ULL << 30; m->free = (unsigned long long)(long)h * (10ULL << 30); m->used = m->total - m->free; return 0;
+}
+"""
+
+
+@pytest.mark.parametrize(("visible", "count", "name", "free_gib"), [
+    (None, 2, "Fake GPU 0", 10), ("1", 1, "Fake GPU 1", 20), ("GPU-1123", 1, "Fake GPU 1", 20),
+    ("0,7", 1, "Fake GPU 0", 10), ("7", 0, None, None)])
+def test_the_parent_reads_the_gpu_from_nvml_as_cuda_numbers_it(tmp_path, visible, count, name, free_gib):
+    """NVML through ctypes, against a stand-in libnvidia-ml built here (no GPU on this host): the count, name
+    and free memory of CUDA's device 0 under CUDA_VISIBLE_DEVICES, and what the parent makes of them."""
+    import shutil
+
+    if shutil.which("gcc") is None:
+        pytest.skip("no gcc to build the stand-in NVML")
+    (tmp_path / "nvml.c").write_text(FAKE_NVML)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "libnvidia-ml.so.1"), str(tmp_path / "nvml.c")],
+                   check=True)
+    code = ("import json; from htam_agent.evaluation.common import gpu; from htam_agent.evaluation.parent import fit, "
+            "store; print(json.dumps([gpu.device_count(), gpu.device_name(0), gpu.free_bytes(0), "
+            "fit.free_bytes('cuda'), store.device_name('cuda'), gpu.fork_blocker()]))")
+    env = {**os.environ, "LD_LIBRARY_PATH": str(tmp_path)}
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    env.pop("HTAM_DEVICE_NAME", None)
+    if visible is not None:
+        env["CUDA_VISIBLE_DEVICES"] = visible
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    n, got_name, free, fit_free, store_name, blocker = json.loads(out.stdout)
+    assert (n, got_name) == (count, name)
+    assert free == fit_free == (None if free_gib is None else free_gib << 30)
+    if name is not None:
+        assert store_name == name  # the verdict store's key names the device CUDA will use
+    assert blocker is None  # NVML initialises no CUDA: the process may still fork
