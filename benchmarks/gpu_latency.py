@@ -39,6 +39,27 @@ SUITE = ROOT / "htam_agent" / "bundled_tasks" / "suite"
 CANDS = ROOT / "htam_agent" / "bundled_tasks" / "candidates"
 DEFAULT = {"cuda": ("elementwise_leaky_relu", "cuda_fast.py"), "cpp": ("elementwise_leaky_relu", "cpp_naive.py")}
 
+PROBE = r'''
+import json, os, time
+t = time.perf_counter()
+from htam_agent.evaluation.common import gpu
+facts = {"nvml_count": gpu.device_count(), "nvml_name": gpu.device_name(0), "nvml_free_gib": None,
+         "nvml_s": None}
+free = gpu.free_bytes(0)
+facts["nvml_free_gib"] = None if free is None else round(free / 2**30, 2)
+facts["nvml_s"] = round(time.perf_counter() - t, 3)
+import torch, torch._dynamo  # what the launcher imports (Triton through dynamo), then its warm-up
+from htam_agent.evaluation.checker import job  # noqa: F401
+from htam_agent.evaluation.launcher.__main__ import _warm
+_warm()
+facts["blocker_after_imports"] = gpu.fork_blocker()
+facts["threads_after_imports"] = len(os.listdir("/proc/self/task"))
+facts["torch"] = torch.__version__
+facts["torch_free_gib"] = round(torch.cuda.mem_get_info(0)[0] / 2**30, 2) if torch.cuda.is_available() else None
+facts["blocker_after_cuda"] = gpu.fork_blocker()  # must name the initialised driver
+print("RESULT" + json.dumps(facts))
+'''
+
 IN_PROCESS = r'''
 import json, sys, time
 from pathlib import Path
@@ -149,6 +170,11 @@ def main() -> None:
         res["runs"].append(entry)
         print(json.dumps(entry), flush=True)
 
+    probe = subprocess.run([sys.executable, "-c", PROBE], env=env_for("launcher", work), cwd=ROOT,
+                           capture_output=True, text=True, timeout=300)
+    found = [ln for ln in probe.stdout.splitlines() if ln.startswith("RESULT")]
+    record({"what": "probe (NVML, the launcher's imports, fork_blocker before and after CUDA)",
+            **(json.loads(found[-1][6:]) if found else {"error": probe.stderr[-1500:]})})
     t = time.perf_counter()
     first = eval_once("launcher", work, task, cand, args.baselines, 600)  # builds the candidate, stores the baseline
     record({"what": "prepare (build + baseline, not a figure)", **first, "wall_s": round(time.perf_counter() - t, 2)})
