@@ -79,6 +79,15 @@ def test_gpu_out_of_memory():
     assert v["status"] == "out_of_memory", v["reason"]
 
 
+def test_timed_at_default_size_holds_one_output_at_a_time():
+    """Every timed request (calibration's no-op included) leaves a device copy of its output in the sandbox until
+    the checker releases it: calibration used to keep all 25, so an honest kernel at this task's default size
+    (4 GiB in, 4 GiB out) was a harness out_of_memory on an 80 GB H100 (2026-12-06). Timed, at the default size."""
+    v = Evaluator(EvalOptions(backend="cuda", baselines=(), size="default", run_timeout_s=300)).evaluate(cand(0))
+    assert v["status"] == "accepted", v["reason"]
+    assert v.get("size") == "default", v.get("size")
+
+
 def test_evaluator_goes_on_after_faults():
     """After the faults above, a fresh worker on the same GPU still gives a clean verdict."""
     v = ev().evaluate(cand(0, pre="x = x + 0"))
