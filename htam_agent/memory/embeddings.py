@@ -119,6 +119,31 @@ def embed_query(text: str, device: str = "cpu") -> Any:
     return vec
 
 
+_doc_cache: OrderedDict[tuple[str, str], Any] = OrderedDict()
+_DOC_CACHE_SIZE = 4096  # 6 MiB of vectors
+
+
+def embed_documents(texts: list[str], device: str = "cpu") -> list[Any]:
+    """Document embeddings, memoized by text (LRU): every new memory indexes the same shipped strategies (51
+    texts, about 2 s of CPU on two cores), and a process opens many (a bench's lanes, the chat's runs, a test
+    session). Only the texts not seen yet are embedded, in one call."""
+    keys = [(device, t) for t in texts]
+    with _lock:
+        found = {k: _doc_cache[k] for k in keys if k in _doc_cache}
+    missing = list(dict.fromkeys(t for d, t in keys if (d, t) not in found))
+    if missing:
+        for text, vec in zip(missing, embed(missing, device), strict=True):
+            vec.setflags(write=False)
+            found[(device, text)] = vec
+    with _lock:
+        for k in keys:
+            _doc_cache[k] = found[k]
+            _doc_cache.move_to_end(k)
+        while len(_doc_cache) > _DOC_CACHE_SIZE:
+            _doc_cache.popitem(last=False)
+    return [found[k] for k in keys]
+
+
 @register_embedding_function
 class HTAMEmbeddingFunction(EmbeddingFunction[Documents]):
     """Chroma embedding function over the shipped model; cheap to construct (the model loads lazily)."""
@@ -127,7 +152,7 @@ class HTAMEmbeddingFunction(EmbeddingFunction[Documents]):
         self.device = device
 
     def __call__(self, input: Documents) -> Embeddings:
-        return list(embed(list(input), self.device))
+        return embed_documents(list(input), self.device)
 
     @staticmethod
     def name() -> str:

@@ -174,6 +174,7 @@ def test_adding_a_strategy_embeds_only_that_one(smem, monkeypatch):
     from htam_agent.memory import embeddings
 
     smem.strategy_store()  # seed indexed
+    monkeypatch.setattr(embeddings, "_doc_cache", type(embeddings._doc_cache)())  # nothing this process embedded
     calls: list[int] = []
     real = embeddings.embed
     monkeypatch.setattr(embeddings, "embed", lambda texts, *a, **k: calls.append(len(texts)) or real(texts, *a, **k))
@@ -182,3 +183,24 @@ def test_adding_a_strategy_embeds_only_that_one(smem, monkeypatch):
     smem.strategy_store()
     assert sum(calls) == 1
     assert smem.strategy_store().count_strategies() == len(smem.catalog.strategies) + 1
+
+
+def test_a_second_memory_indexes_the_seed_without_embedding_it_again(smem, store_config, tmp_path, monkeypatch):
+    """Documents are embedded once per process (embeddings.embed_documents): a second memory's seed index costs
+    no model call, and retrieves as the first does."""
+    from htam_agent.memory import embeddings
+    from htam_agent.memory.config import MemoryConfig
+
+    smem.strategy_store()
+    calls: list[int] = []
+    real = embeddings.embed
+    monkeypatch.setattr(embeddings, "embed", lambda texts, *a, **k: calls.append(len(texts)) or real(texts, *a, **k))
+    other_cfg = (MemoryConfig(tmp_path / "other", chroma_url=store_config.chroma_url,
+                              collection_prefix=store_config.collection_prefix + "o")
+                 if store_config.chroma_url else MemoryConfig(tmp_path / "other"))
+    with HTAMemory(other_cfg) as other:
+        assert other.strategy_store().count_strategies() == len(other.catalog.strategies)
+        assert sum(calls) == 0, calls
+        st = state("elementwise", "memory", "correct_slow", "cpp", text="GELU over a 64M-element fp32 tensor on CPU")
+        first = [r.strategy.id for r in smem.retrieve_strategies(None, st, k=8)]
+        assert [r.strategy.id for r in other.retrieve_strategies(None, st, k=8)] == first
