@@ -129,3 +129,19 @@ def test_the_parent_reads_the_gpu_from_nvml_as_cuda_numbers_it(tmp_path, visible
     if name is not None:
         assert store_name == name  # the verdict store's key names the device CUDA will use
     assert blocker is None  # NVML initialises no CUDA: the process may still fork
+
+
+def test_a_launcher_started_early_and_never_asked_is_killed_at_exit():
+    """`eval` starts the launcher before it knows whether the store answers; when nothing asks it for a
+    checker, the exit kills it (forked nothing, perhaps still importing) instead of waiting for its imports."""
+    import signal
+
+    from htam_agent.evaluation.parent import pool
+
+    launcher_client.shutdown()
+    pool.start_early()
+    started = launcher_client._current
+    assert started is not None and started.proc.poll() is None
+    launcher_client.shutdown()
+    assert started.proc.returncode == -signal.SIGKILL
+    assert not started.folder.exists()

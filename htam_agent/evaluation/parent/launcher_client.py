@@ -126,11 +126,12 @@ class Launcher:
                 cwd=self.folder, env=self.env, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
                 pass_fds=(theirs.fileno(),), start_new_session=True)
         theirs.close()
-        self.answered = False
+        self.answered = self.asked = False
 
     def spawn(self, cwd: Path, env: dict[str, str], out: IO[bytes], err: IO[bytes], result_fd: int) -> Launched:
         stdin_r, stdin_w = os.pipe()
         status_r, status_w = os.pipe()
+        self.asked = True
         try:
             protocol.send(self.sock, {"op": "fork", "cwd": str(cwd), "env": env},
                           [result_fd, stdin_r, out.fileno(), err.fileno(), status_w])
@@ -159,13 +160,16 @@ class Launcher:
             return ""
 
     def close(self) -> None:
-        """Its control socket closed: it leaves (the checkers it forked carry on)."""
+        """Its control socket closed: it leaves (the checkers it forked carry on). One that never answered has
+        forked nothing and may still be importing: killed, not waited for."""
         if self.owner != os.getpid():  # inherited through a fork of the parent: the parent's, not ours to stop
             return
         try:
             self.sock.close()
         except OSError:
             pass
+        if not self.answered and not self.asked:
+            self.proc.kill()
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -183,6 +187,17 @@ _cuda_refused: str | None = None  # why the launcher refused to fork (CUDA initi
 def enabled() -> bool:
     return (sys.platform.startswith("linux") and os.environ.get("HTAM_LAUNCHER", "1") != "0" and _failures < 2
             and _cuda_refused is None)
+
+
+def start(env: dict[str, str]) -> None:
+    """Start this process's launcher now (its imports take seconds) for checkers soon to be asked with `env`;
+    returns at once. Nothing where it does not serve or one runs already."""
+    global _current
+    if not enabled():
+        return
+    with _lock:
+        if _current is None or _current.owner != os.getpid():
+            _current = Launcher(env)
 
 
 def spawn(cwd: Path, env: dict[str, str], out: IO[bytes], err: IO[bytes], result_fd: int) -> Launched | None:
@@ -228,4 +243,4 @@ def shutdown() -> None:
             _current = None
 
 
-__all__ = ["Launched", "Launcher", "enabled", "shutdown", "spawn"]
+__all__ = ["CudaInitialised", "Launched", "Launcher", "enabled", "shutdown", "spawn", "start"]

@@ -98,11 +98,12 @@ class LaterSpare:
 
 
 def start_early() -> None:
-    """Start the first checker now, in the background, for a command that is about to evaluate: its
-    launcher's torch import (and its sandbox's fork) runs beside the caller's own work before the job (reading
-    the task, deriving its sizes and footprint: the parent's torch import), instead of after it, so that a
-    one-shot `eval` pays one torch import on its critical path, not two in a row."""
-    threading.Thread(target=_replenish, args=(1,), name="htam-first-checker", daemon=True).start()
+    """Start the launcher now, for a command that is about to evaluate: its torch import runs beside the
+    caller's own work before the first job (reading the task, deriving its sizes and footprint: the parent's
+    torch import), instead of after it, so that a one-shot `eval` pays one torch import on its critical path,
+    not two in a row. Nothing waits for it: an `eval` answered from the store leaves at once (the launcher,
+    which has forked nothing, is killed at exit). Where the launcher does not serve, nothing starts early."""
+    launcher_client.start(scrubbed_env())
 
 
 def take_spare(prestart: bool) -> Spare:
