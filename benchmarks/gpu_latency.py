@@ -169,6 +169,8 @@ def main() -> None:
     def record(entry: dict) -> None:
         res["runs"].append(entry)
         print(json.dumps(entry), flush=True)
+        if args.out:  # written as it comes: a run cut short keeps what it measured
+            Path(args.out).write_text(json.dumps(res, indent=1))
 
     probe = subprocess.run([sys.executable, "-c", PROBE], env=env_for("launcher", work), cwd=ROOT,
                            capture_output=True, text=True, timeout=300)
