@@ -160,8 +160,8 @@ class Launcher:
             return ""
 
     def close(self) -> None:
-        """Its control socket closed: it leaves (the checkers it forked carry on). One that never answered has
-        forked nothing and may still be importing: killed, not waited for."""
+        """Its control socket closed: it leaves (the checkers it forked carry on). One never asked for a checker
+        has forked nothing and may still be importing: killed, not waited for."""
         if self.owner != os.getpid():  # inherited through a fork of the parent: the parent's, not ours to stop
             return
         try:
