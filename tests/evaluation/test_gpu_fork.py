@@ -58,6 +58,7 @@ def test_the_gpu_host_path_initialises_cuda_only_after_a_job_arrived(tmp_path):
     assert "has CUDA initialised" not in err
 
 
+@pytest.mark.slow  # builds the honest cpp candidate (and the precompiled header, first in a run)
 def test_a_launcher_with_cuda_initialised_refuses_to_fork_and_says_so(tmp_path):
     """Something in the launcher calls torch.cuda.is_available() before its first fork: it refuses, the parent
     logs why and starts the checker as a fresh interpreter, and the verdict is the same honest one."""
@@ -69,6 +70,7 @@ def test_a_launcher_with_cuda_initialised_refuses_to_fork_and_says_so(tmp_path):
     assert verdict["phase_seconds"]["imports"] > 0.3, "the checker still came from the launcher"
 
 
+@pytest.mark.slow  # builds the honest cpp candidate (and the precompiled header, first in a run)
 def test_a_checker_with_cuda_initialised_starts_its_sandbox_fresh(tmp_path):
     """The checker itself touched CUDA before its job: its sandbox is started, not forked, and it says so."""
     verdict, records, err, parent = _eval(tmp_path, CANDS / "cpp_naive.py", "--no-timing", "--backend", "cpp",
