@@ -57,9 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         variant_annotations,
         write_record,
     )
-    from htam_agent.coder.exemplar.enumerate import enumerate_candidates
+    from htam_agent.coder.exemplar.enumerate import variants
     from htam_agent.coder.exemplar.patterns import recognize
-    from htam_agent.nodes.analyze import classify, reference_ops
 
     verdicts = []
     for i, raw in enumerate(args.verdicts.read_text().splitlines(), 1):
@@ -93,15 +92,16 @@ def main(argv: list[str] | None = None) -> int:
                 sys.exit(f"{path}: no such problem file (field task_id {problem!r}); --kb names KernelBench's "
                          "KernelBench folder")
             src = path.read_text()
-            variants = {vid: (knobs, code) for vid, knobs, code in enumerate_candidates(src, backend, path.stem)}
-            per_problem[problem] = (recognize(src, path.stem), variants, classify(reference_ops(src, str(path))))
-        pattern, variants, op_class = per_problem[problem]
+            pattern = recognize(src, path.stem)  # the reference read once: its class (the analyze node's) and code
+            codes = {vid: (knobs, code) for vid, knobs, code in variants(pattern, backend)}
+            per_problem[problem] = (pattern, codes, pattern.op_class)
+        pattern, codes, op_class = per_problem[problem]
         m = _VARIANT.search(Path(str(v.get("candidate_path") or "")).stem)
         vid = m.group(1) if m else ""
-        if vid not in variants:
+        if vid not in codes:
             skipped.append(f"{problem} {vid or v.get('candidate_path')}")
             continue
-        knobs, code = variants[vid]
+        knobs, code = codes[vid]
         same = hashlib.sha256(code.encode()).hexdigest() == v.get("candidate_sha256")
         changed += not same
         directions, strategies = variant_annotations(pattern, backend, knobs)

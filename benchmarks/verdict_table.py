@@ -52,23 +52,16 @@ def _problems(kb: Path, levels: list[int], only: str | None) -> list[tuple[int, 
     return out
 
 
-def _op_class(source: str, path: Path, pattern) -> str:  # noqa: ANN001 - a coder Pattern
-    """The analyze node's class where LangGraph is installed (the agent's own view), else the coder's."""
-    try:
-        from htam_agent.nodes.analyze import classify, reference_ops
-    except ImportError:  # a bare GPU host: no LangGraph
-        return pattern.op_class
-    return classify(reference_ops(source, str(path)))
-
-
 def _gmean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
 def main(argv: list[str] | None = None) -> int:
+    from htam_agent.backend_registry import BACKENDS
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("kb_dir", type=Path)
-    ap.add_argument("--backend", default="cpp", choices=("cpp", "cuda", "triton"))
+    ap.add_argument("--backend", default="cpp", choices=BACKENDS)
     ap.add_argument("--out", type=Path, required=True, help="the table (.jsonl), appended to")
     ap.add_argument("--levels", default="1,2")
     ap.add_argument("--rounds", type=int, default=2, help="timed verdicts per accepted variant (default 2)")
@@ -93,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from htam_agent.bench import table as tbl
     from htam_agent.coder.base import UnsupportedTask
-    from htam_agent.coder.exemplar import enumerate_candidates
+    from htam_agent.coder.exemplar.enumerate import variants
     from htam_agent.coder.exemplar.patterns import recognize
     from htam_agent.evaluation.parent.candidate import Candidate
     from htam_agent.evaluation.parent.evaluator import Evaluator
@@ -121,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         problem = f"level{lv}/{path.stem}"
         source = path.read_text()
         try:
-            pattern = recognize(source, path.stem)
-            cands = enumerate_candidates(source, args.backend, path.stem)
+            pattern = recognize(source, path.stem)  # the reference read once: its class and its variants
+            cands = variants(pattern, args.backend)
             if args.max_variants:
                 cands = cands[:args.max_variants]
         except UnsupportedTask:
@@ -139,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         todo = [(v, k, c) for v, k, c in cands if not finished(v, c)]
         if not todo:
             continue
-        op_class = _op_class(source, path, pattern)
+        op_class = pattern.op_class  # coder.opclass's, as the analyze node classifies it
         folder = args.work / f"level{lv}_{path.stem}"
         folder.mkdir(parents=True, exist_ok=True)
         for vid, _knobs, code in todo:  # kept for a person to read; the evaluator takes the source itself

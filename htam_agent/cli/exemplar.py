@@ -51,19 +51,18 @@ def list_cmd(
 ) -> None:
     """Print the task's recognised family and every candidate variant with its knobs."""
     from htam_agent.coder.base import UnsupportedTask
-    from htam_agent.coder.exemplar.coder import describe
-    from htam_agent.coder.exemplar.enumerate import enumerate_candidates
+    from htam_agent.coder.exemplar.enumerate import variants
+    from htam_agent.coder.exemplar.patterns import recognize
 
     path = _task_path(task)
-    source = path.read_text()
     try:
-        info = describe(source, path.stem)
+        pattern = recognize(path.read_text(), path.stem)
     except UnsupportedTask as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from exc
-    typer.echo(f"{path.stem}: family {info['family']} ({info['op_class']}): {info['description']}")
+    typer.echo(f"{path.stem}: family {pattern.family} ({pattern.op_class}): {pattern.description}")
     for b in _backends(backend):
-        for i, (vid, knobs, _) in enumerate(enumerate_candidates(source, b, path.stem)):
+        for i, (vid, knobs, _) in enumerate(variants(pattern, b)):
             typer.echo(f"  {b:6s} ex{i:02d}  {vid:60s} {json.dumps(knobs, sort_keys=True)}")
 
 
@@ -77,7 +76,8 @@ def write_cmd(
     """Write every candidate file plus manifest.jsonl and pairs.json, ready for the evaluator's batch."""
     from htam_agent.bundled_tasks import suite_files
     from htam_agent.coder.base import UnsupportedTask
-    from htam_agent.coder.exemplar.enumerate import enumerate_candidates
+    from htam_agent.coder.exemplar.enumerate import variants
+    from htam_agent.coder.exemplar.patterns import recognize
 
     paths = [_task_path(t) for t in tasks or []] + (suite_files() if suite else [])
     if not paths:
@@ -85,10 +85,14 @@ def write_cmd(
     out.mkdir(parents=True, exist_ok=True)
     manifest, pairs, skipped = [], [], []
     for path in paths:
-        source = path.read_text()
+        try:
+            pattern = recognize(path.read_text(), path.stem)  # the reference read once, for every backend
+        except UnsupportedTask as exc:
+            skipped.append(f"{path.stem}: {str(exc).split('. The offline')[0]}")
+            continue
         for b in _backends(backend):
             try:
-                cands = enumerate_candidates(source, b, path.stem)
+                cands = variants(pattern, b)
             except UnsupportedTask as exc:
                 skipped.append(f"{path.stem}: {str(exc).split('. The offline')[0]}")
                 break

@@ -2,81 +2,26 @@
 
 The operator class comes from the reference's FX graph (built on the meta device, so nothing is allocated), and
 so do the shape facts the memory's strategies are written for (row length, reduction size, channels, spatial
-size, at the size the evaluator times); the status from the latest verdicts; the bottleneck from the best
-verdict's roofline fraction and bound (read through `Readout`), or, before any candidate is timed, from the
-operator class.
+size, at the size the evaluator times), in one reading by `coder.reference` (the offline coder's reader too),
+classified by `coder.opclass` (the coder's patterns and the verdict table use the same classifier); the status
+from the latest verdicts; the bottleneck from the best verdict's roofline fraction and bound (read through
+`Readout`), or, before any candidate is timed, from the operator class.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
+from htam_agent.coder.opclass import CLASS_OPS, HEAVY, classify, features_of
+from htam_agent.coder.reference import Reference, ReferenceReadError, build, op_name, source_ops, trace
 from htam_agent.context import RunContext
 from htam_agent.evaluation.parent.readout import NEAR_ROOFLINE, Readout
 from htam_agent.state import AgentState, Analysis, latest_per_variant, step_candidates
 
-_ELEMENTWISE = {
-    "relu", "leaky_relu", "gelu", "silu", "sigmoid", "tanh", "hardtanh", "hardswish", "hardsigmoid", "elu",
-    "selu", "softplus", "mish", "mul", "add", "sub", "div", "truediv", "neg", "exp", "log", "abs", "clamp",
-    "clip", "pow", "sqrt", "rsqrt", "where", "maximum", "minimum", "erf", "dropout", "contiguous", "view",
-    "reshape", "flatten", "permute", "transpose", "getitem", "getattr", "size", "squeeze", "unsqueeze", "iadd",
-    "imul", "floordiv", "swish", "identity", "relu6", "celu", "gt", "lt", "ge", "le", "sign", "to", "float",
-}
-_CLASS_OPS = [
-    ("attention", {"scaled_dot_product_attention", "multiheadattention"}),
-    ("convolution", {"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-                     "convtranspose2d", "convtranspose3d", "convtranspose1d"}),
-    ("matmul", {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "einsum"}),
-    ("pooling", {"max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
-                 "maxpool1d", "maxpool2d", "maxpool3d", "avgpool1d", "avgpool2d", "avgpool3d",
-                 "adaptive_avg_pool2d", "adaptiveavgpool2d"}),
-    ("normalization", {"softmax", "log_softmax", "layer_norm", "layernorm", "rms_norm", "rmsnorm", "group_norm",
-                       "groupnorm", "batch_norm", "batchnorm2d", "batchnorm1d", "instance_norm", "instancenorm2d",
-                       "normalize", "logsoftmax"}),
-    ("scan", {"cumsum", "cumprod", "cummax", "cummin"}),
-    ("reduction", {"sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "prod", "norm", "var",
-                   "std", "logsumexp", "cross_entropy", "mse_loss", "nll_loss", "kl_div", "smooth_l1_loss",
-                   "l1_loss", "crossentropyloss"}),
-]
-_HEAVY = {"attention", "convolution", "matmul"}
 _MEMORY_BOUND = {"elementwise", "reduction", "normalization", "pooling", "scan", "fused"}
-
-
-def _op_name(target: Any) -> str:
-    name = getattr(target, "__name__", None) or str(target)
-    return name.lower().strip("_").split(".")[-1]
-
-
-def reference_ops(task_source: str, task_path: str) -> list[str]:
-    """The reference's operators in execution order (FX); a regex over forward's source when tracing fails."""
-    import torch
-
-    from htam_agent.evaluation.tasks import load_task_source
-
-    task = load_task_source(task_source, task_path, check_inputs=False)
-    from htam_agent.threadsafe import FX_LOCK
-
-    try:
-        with torch.device("meta"):
-            model = task.model_cls(*task.get_init_inputs())
-        with FX_LOCK:  # symbolic_trace patches torch globally: one tracer at a time per process
-            gm = torch.fx.symbolic_trace(model)
-    except Exception:  # noqa: BLE001 - data-dependent control flow etc.: read the source instead
-        body = task_source.split("def forward", 1)[-1]
-        return [m.lower() for m in re.findall(r"(?:torch|F|nn\.functional)\.([A-Za-z_0-9]+)\(", body)]
-    ops: list[str] = []
-    for node in gm.graph.nodes:
-        if node.op == "call_module":
-            ops.append(type(gm.get_submodule(node.target)).__name__.lower())
-        elif node.op in ("call_function", "call_method"):
-            ops.append(_op_name(node.target))
-    return ops
-
-
 _NORM_MODULES = {"layernorm", "groupnorm", "batchnorm1d", "batchnorm2d", "batchnorm3d", "instancenorm1d",
                  "instancenorm2d", "instancenorm3d", "rmsnorm"}
 
@@ -86,10 +31,9 @@ def _reduce_size(gm: Any, shape: tuple[int, ...]) -> int | None:
     FX graph with shapes propagated on the meta device); None when there is none or it cannot tell."""
     import math
 
-    wanted = {op for cls, names in _CLASS_OPS if cls in ("normalization", "reduction") for op in names}
+    wanted = {op for cls, names in CLASS_OPS if cls in ("normalization", "reduction") for op in names}
     for node in gm.graph.nodes:
-        name = (type(gm.get_submodule(node.target)).__name__.lower() if node.op == "call_module"
-                else _op_name(node.target) if node.op in ("call_function", "call_method") else "")
+        name = op_name(gm, node)
         if name not in wanted and name not in _NORM_MODULES:
             continue
         src = node.args[0] if node.args else None
@@ -117,25 +61,42 @@ def _reduce_size(gm: Any, shape: tuple[int, ...]) -> int | None:
     return None
 
 
+def reference_facts(task_source: str, task_path: str, size: str = "default") -> tuple[list[str], dict[str, int]]:
+    """The reference's operators in execution order and its shape facts, from one FX reading at `size` (the one
+    the evaluator times), on the meta device (nothing is allocated).
+
+    The operators come from a regex over forward's source where the reference cannot be traced. The shape facts
+    (memory.schema.SHAPE_FACTS) are measured on the largest input: empty when the task cannot be built at
+    `size`, without the reduction size when shapes cannot be propagated through the graph."""
+    try:
+        ref = build(task_source, task_path, size)
+    except ReferenceReadError:  # a task that needs real data to build: no shape facts
+        if size != "default":
+            return reference_facts(task_source, task_path)[0], {}
+        return source_ops(task_source), {}
+    try:
+        trace(ref)
+    except ReferenceReadError:  # data-dependent control flow: the input's shapes only (the graph, if traced)
+        pass
+    return (ref.ops() if ref.gm is not None else source_ops(task_source)), _shape_facts(ref)
+
+
+def reference_ops(task_source: str, task_path: str) -> list[str]:
+    """The reference's operators in execution order (`reference_facts`)."""
+    return reference_facts(task_source, task_path)[0]
+
+
 def shape_facts(task_source: str, task_path: str, size: str = "default") -> dict[str, int]:
-    """The task's shapes the memory's strategies are written for (memory.schema.SHAPE_FACTS), measured on the
-    reference's largest input at the size the evaluator times, on the meta device (nothing is allocated).
-    Empty when the task cannot be built that way."""
+    """The task's shapes the memory's strategies are written for (`reference_facts`)."""
+    return reference_facts(task_source, task_path, size)[1]
+
+
+def _shape_facts(ref: Reference) -> dict[str, int]:
     import math
 
     import torch
 
-    from htam_agent.evaluation.tasks import load_task_source
-    from htam_agent.threadsafe import FX_LOCK
-
-    try:
-        task = load_task_source(task_source, task_path, size=size, check_inputs=False)
-        with torch.device("meta"):
-            model = task.model_cls(*task.get_init_inputs())
-            inputs = task.get_inputs()
-    except Exception:  # noqa: BLE001 - a task that needs real data to build: no shape facts
-        return {}
-    tensors = [x for x in inputs if isinstance(x, torch.Tensor) and x.dim() > 0]
+    tensors = [x for x in ref.inputs if isinstance(x, torch.Tensor) and x.dim() > 0]
     if not tensors:
         return {}
     x = max(tensors, key=lambda t: t.numel())
@@ -145,14 +106,8 @@ def shape_facts(task_source: str, task_path: str, size: str = "default") -> dict
         facts["channels"] = shape[1]
         facts["spatial"] = math.prod(shape[2:])
     try:
-        from torch.fx.passes.shape_prop import ShapeProp
-
-        with FX_LOCK:
-            gm = torch.fx.symbolic_trace(model)
-        with torch.device("meta"):
-            ShapeProp(gm).propagate(*inputs)
-        reduce = _reduce_size(gm, shape)
-    except Exception:  # noqa: BLE001 - data-dependent control flow: the shapes of the input only
+        reduce = _reduce_size(ref.gm, shape) if ref.shaped else None
+    except Exception:  # noqa: BLE001 - a graph the size reader does not know: the input's shapes only
         reduce = None
     if reduce:
         facts["reduce"] = int(reduce)
@@ -164,39 +119,6 @@ def shapes_text(facts: dict[str, int]) -> str:
     names = {"elements": "elements", "row": "row length", "reduce": "reduction size", "channels": "channels",
              "spatial": "spatial size"}
     return ", ".join(f"{names[k]} {v:,}" for k, v in facts.items() if k in names)
-
-
-def classify(ops: list[str]) -> str:
-    """One operator class (memory.schema.OP_CLASSES) for the reference's op list."""
-    found = [cls for op in ops for cls, names in _CLASS_OPS if op in names]
-    heavy = [c for c in found if c in _HEAVY]
-    if len(heavy) >= 3 or (len(heavy) >= 2 and len(set(heavy)) > 1):
-        return "model"
-    others = [op for op in ops if op not in _ELEMENTWISE or op in ("dropout",)]
-    compute_ops = [op for op in ops if op not in {"getitem", "getattr", "size", "view", "reshape", "contiguous",
-                                                    "flatten", "permute", "transpose", "squeeze", "unsqueeze"}]
-    if not found:
-        return "elementwise" if compute_ops and not [o for o in others if o not in _ELEMENTWISE] else "other"
-    main = heavy[0] if heavy else found[0]
-    extra = len(compute_ops) - 1
-    if main in _HEAVY and extra >= 1:
-        return "attention" if main == "attention" else "fused"
-    if len(set(found)) > 1:
-        return "fused"
-    return main
-
-
-_SHAPE_OPS = {"getitem", "getattr", "size", "view", "reshape", "contiguous", "flatten", "permute", "transpose",
-              "squeeze", "unsqueeze", "to", "float", "identity", "dropout"}
-
-
-def features_of(ops: list[str]) -> list[str]:
-    """The operator classes the reference's ops contain (a conv + ReLU chain: convolution and elementwise), so
-    the memory offers only strategies that fit work the reference really does."""
-    found = {cls for op in ops for cls, names in _CLASS_OPS if op in names}
-    if any(op in _ELEMENTWISE and op not in _SHAPE_OPS for op in ops):
-        found.add("elementwise")
-    return sorted(found)
 
 
 def status_of(state: AgentState) -> str:
@@ -230,7 +152,7 @@ def bottleneck_of(op_class: str, best: dict[str, Any] | None) -> tuple[str, str]
         return ("compute" if bound == "compute" else "memory"), f"at {frac:.0%} of the {bound} roofline"
     if op_class in _MEMORY_BOUND:
         return "memory", f"{op_class} operators move more bytes than they compute (estimated, not yet timed)"
-    if op_class in _HEAVY or op_class == "model":
+    if op_class in HEAVY or op_class == "model":
         return "compute", f"{op_class} operators are FLOP-heavy (estimated, not yet timed)"
     return "unknown", "no timing yet"
 
@@ -252,14 +174,11 @@ def _timed_size(state: AgentState, ctx: RunContext) -> str:
 def analyze(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     prev = state.get("analysis") or {}
-    if prev.get("ops") is not None:
-        ops = prev["ops"]
-    else:
-        ops = reference_ops(state["task_source"], state["task_path"])
-    if prev.get("shapes") is not None:
-        shapes = prev["shapes"]
-    else:
-        shapes = shape_facts(state["task_source"], state["task_path"], _timed_size(state, ctx))
+    ops, shapes = prev.get("ops"), prev.get("shapes")
+    if ops is None or shapes is None:  # the first step reads the reference once; later steps keep what it read
+        read_ops, read_shapes = reference_facts(state["task_source"], state["task_path"], _timed_size(state, ctx))
+        ops = read_ops if ops is None else ops
+        shapes = read_shapes if shapes is None else shapes
     op_class = prev.get("op_class") or classify(ops)
     status = status_of(state)
     bottleneck, why = bottleneck_of(op_class, state.get("best"))

@@ -161,9 +161,3 @@ class ExemplarCoder:
         reply = f"{p.note}; knobs {p.start} -> {p.knobs} (variant {variant_id(p.knobs)})"
         return CodeProposal(code=code, coder=self.name, uses_llm=False, prompt=prompt, reply=reply,
                             strategy_ids=list(p.strategy_ids), direction=p.applied, declared=p.applied is not None)
-
-
-def describe(task_source: str, task_name: str = "task") -> dict[str, Any]:
-    """The recognised pattern as plain data (for the CLI and tests)."""
-    pat = _recognize(task_source, task_name)
-    return {"family": pat.family, "op_class": pat.op_class, "description": pat.description}

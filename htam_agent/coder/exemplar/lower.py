@@ -14,12 +14,11 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from .optable import FUNCTIONS, MODULES, OpRow
+from ..reference import Reference, call_arg, is_node, node_dtype, node_shape
+from .optable import BOUNDED, FUNCTIONS, MODULES, OPERATORS, OpRow
 from .program import E, Program, Stage, TensorRef, leaves, replace
 
-_BOUNDED = ("clamp", "clamp_min", "clamp_max")  # table rows whose bounds are optional (clamp(x, min=None, max=1))
-_OPERATOR = {operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
-             operator.neg: "neg", operator.pow: "pow", operator.getitem: "getitem"}
+_OPERATOR = {**OPERATORS, operator.getitem: "getitem"}
 _REDUCE = ("sum", "mean", "amax", "amin", "argmax", "argmin", "prod", "logsumexp", "max", "min", "norm")
 _IDENTITY = ("clone", "detach", "contiguous", "float")
 
@@ -54,7 +53,7 @@ def _norm_dims(dims: Any, rank: int) -> list[int]:
 class Lowering:
     """One pass over the graph; `run` returns the Program or raises LowerError."""
 
-    def __init__(self, traced: Any, fwd_args: list[str]) -> None:
+    def __init__(self, traced: Reference, fwd_args: list[str]) -> None:
         self.traced = traced
         self.gm = traced.gm
         self.fwd_args = fwd_args
@@ -176,11 +175,11 @@ class Lowering:
         alts = list(self.traced.alt.graph.nodes)
         for n, alt in zip(nodes, alts, strict=True):
             if n.op == "placeholder":
-                shape = _node_shape(n)
-                if shape is None or n.meta.get("tensor_meta") is None or not hasattr(n.meta["tensor_meta"], "dtype"):
+                shape = node_shape(n)
+                if shape is None or node_dtype(n) is None:
                     self.vals[n] = E("sc", val=f"float({n.target})")  # a number passed to forward
                     continue
-                dt = _node_dtype(n)
+                dt = _dtype_name(n)
                 self.vals[n] = self.tensor(n.target, shape, dt)
             elif n.op == "get_attr" and (n.target.startswith("_tensor_constant")
                                          or not _has_attr(self.traced.model, n.target)):
@@ -190,10 +189,10 @@ class Lowering:
                     raise LowerError("a tensor constant built inside forward")
                 self.vals[n] = self.scalar(float(a), float(b))
             elif n.op == "get_attr":
-                shape = _node_shape(n)
+                shape = node_shape(n)
                 if shape is None:
                     raise LowerError(f"attribute {n.target} is not a tensor")
-                self.vals[n] = self.tensor(f"self.{n.target}", shape, _node_dtype(n))
+                self.vals[n] = self.tensor(f"self.{n.target}", shape, _dtype_name(n))
             elif n.op in ("call_function", "call_method", "call_module"):
                 self.vals[n] = self.node(n, alt)
             elif n.op == "output":
@@ -231,8 +230,8 @@ class Lowering:
 
     # -- functions and methods ----------------------------------------------------------------------------
     def function(self, name: str, n: Any, alt: Any) -> Any:  # noqa: C901 - one dispatch table
-        a0 = self.vals.get(n.args[0]) if n.args and _is_node(n.args[0]) else None
-        shape = _node_shape(n)
+        a0 = self.vals.get(n.args[0]) if n.args and is_node(n.args[0]) else None
+        shape = node_shape(n)
         if name == "getattr":
             attr = n.args[1]
             if isinstance(a0, tuple) and a0[0] == "tuple" and attr in ("values", "indices"):
@@ -260,7 +259,7 @@ class Lowering:
             return self.binary(name, n, alt, shape)
         if name not in ("cumsum", "cumprod", "flip"):
             x = self._tensor_arg(a0)
-        if row is not None and row.name in _BOUNDED:
+        if row is not None and row.name in BOUNDED:
             return self.clamp(name, n, alt, x, shape)
         if row is not None:
             return self.table_fn(row, name, n, alt, x, shape)
@@ -293,7 +292,7 @@ class Lowering:
                 return a0[1]
             return ("flip", self._tensor_arg(a0), dims)
         if name in ("unsqueeze", "squeeze"):
-            d, d_alt = _arg(n, 1, "dim", None), _arg(alt, 1, "dim", None)
+            d, d_alt = call_arg(n, 1, "dim", None), call_arg(alt, 1, "dim", None)
             if not isinstance(d, int) or d != d_alt:
                 raise LowerError(f"{name} without a literal dim")
             if x.kind == "leaf":
@@ -305,7 +304,7 @@ class Lowering:
             return self.pool_fn(name, n, alt, x, shape)
         if name in ("adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"):
             nd = int(name[-2])
-            out = _arg(n, 1, "output_size", None)
+            out = call_arg(n, 1, "output_size", None)
             if not all(v == 1 for v in (out if isinstance(out, (list, tuple)) else [out] * nd)):
                 raise LowerError("adaptive pooling to a size other than 1")
             dims = "(" + ", ".join(str(-d) for d in range(nd, 0, -1)) + ",)"
@@ -315,7 +314,7 @@ class Lowering:
         if name == "kl_div":
             return self.kl_div(n, alt, shape)
         if name == "dropout":
-            p = _arg(n, 1, "p", 0.5)
+            p = call_arg(n, 1, "p", 0.5)
             if p == 0:
                 return x
             raise LowerError("dropout with p > 0 (random)")
@@ -331,7 +330,7 @@ class Lowering:
         op = row.op
         if row.variant is not None:
             v = row.variant
-            op = dict(v.ops).get(_arg(n, v.pos, v.keyword, None), op)
+            op = dict(v.ops).get(call_arg(n, v.pos, v.keyword, None), op)
         args = [x] + [E("lit", val=sc.literal) if sc.literal is not None else self._sarg(n, alt, sc.pos, sc.keyword,
                                                                                           sc.default)
                       for sc in row.scalars]
@@ -361,23 +360,23 @@ class Lowering:
         raise LowerError("an argument that is not a tensor the lowering knows")
 
     def _sarg(self, n: Any, alt: Any, idx: int, key: str, default: Any) -> E:
-        a, b = _arg(n, idx, key, default), _arg(alt, idx, key, default)
+        a, b = call_arg(n, idx, key, default), call_arg(alt, idx, key, default)
         return self.scalar(a, b)
 
     def _pyarg(self, n: Any, alt: Any, idx: int, key: str, default: Any) -> str:
-        return self.pyexpr(_arg(n, idx, key, default), _arg(alt, idx, key, default))
+        return self.pyexpr(call_arg(n, idx, key, default), call_arg(alt, idx, key, default))
 
     def binary(self, name: str, n: Any, alt: Any, shape: Any) -> E:
-        if name in ("add", "sub") and _arg(n, 2, "alpha", 1) != 1:
+        if name in ("add", "sub") and call_arg(n, 2, "alpha", 1) != 1:
             raise LowerError("add/sub with alpha")
         if name in ("div", "divide", "true_divide") and n.kwargs.get("rounding_mode") is not None:
             raise LowerError("division with a rounding mode")
-        a = _arg(n, 0, "input", None)
-        b = _arg(n, 1, "other", None)
+        a = call_arg(n, 0, "input", None)
+        b = call_arg(n, 1, "other", None)
         if b is None:
             b = n.kwargs.get("exponent")
-        va = self.value(a, _arg(alt, 0, "input", None))
-        vb = self.value(b, _arg(alt, 1, "other", n.kwargs.get("exponent")))
+        va = self.value(a, call_arg(alt, 0, "input", None))
+        vb = self.value(b, call_arg(alt, 1, "other", n.kwargs.get("exponent")))
         for v in (va, vb):
             if not isinstance(v, E):
                 raise LowerError(f"{name} of a value the lowering does not know")
@@ -396,16 +395,17 @@ class Lowering:
 
     def clamp(self, name: str, n: Any, alt: Any, x: E, shape: Any) -> E:
         """clamp, clip, clamp_min, clamp_max: either bound may be absent (then the one-sided row)."""
-        lo_a = _arg(n, 1, "min", None) if name != "clamp_max" else None
-        hi_a = (_arg(n, 2, "max", None) if name in ("clamp", "clip") else _arg(n, 1, "max", None)) \
+        lo_a = call_arg(n, 1, "min", None) if name != "clamp_max" else None
+        hi_a = (call_arg(n, 2, "max", None) if name in ("clamp", "clip") else call_arg(n, 1, "max", None)) \
             if name != "clamp_min" else None
-        if _is_node(lo_a) or _is_node(hi_a):
+        if is_node(lo_a) or is_node(hi_a):
             raise LowerError("clamp with tensor bounds")
-        lo = None if lo_a is None else self.scalar(lo_a, _arg(alt, 1, "min", None) if name != "clamp_max" else None)
+        lo_b = call_arg(alt, 1, "min", None) if name != "clamp_max" else None
+        lo = None if lo_a is None else self.scalar(lo_a, lo_b)
         if hi_a is None:
             hi = None
         else:
-            hb = _arg(alt, 2, "max", None) if name in ("clamp", "clip") else _arg(alt, 1, "max", None)
+            hb = call_arg(alt, 2, "max", None) if name in ("clamp", "clip") else call_arg(alt, 1, "max", None)
             hi = self.scalar(hi_a, hb)
         if lo is None and hi is None:
             raise LowerError("clamp without bounds")
@@ -420,9 +420,9 @@ class Lowering:
             raise LowerError(f"{name} with a dtype")
         rank = len(x.shape or ())
         if name == "norm":
-            p = _arg(n, 1, "p", "fro")
-            dim_a, dim_b = _arg(n, 2, "dim", None), _arg(alt, 2, "dim", None)
-            keep = self.pyexpr(_arg(n, 3, "keepdim", False), _arg(alt, 3, "keepdim", False))
+            p = call_arg(n, 1, "p", "fro")
+            dim_a, dim_b = call_arg(n, 2, "dim", None), call_arg(alt, 2, "dim", None)
+            keep = self.pyexpr(call_arg(n, 3, "keepdim", False), call_arg(alt, 3, "keepdim", False))
             if p not in ("fro", 2, 2.0, 1, 1.0):
                 raise LowerError(f"norm with p={p!r}")
             inner = self.op("square" if p not in (1, 1.0) else "abs", [x], x.shape)
@@ -432,8 +432,8 @@ class Lowering:
                                                        "keepdim": keep, "form": "A"})
             return self.op("sqrt", [pend], shape) if p not in (1, 1.0) else pend
         dim_key = "dim"
-        dim_a, dim_b = _arg(n, 1, dim_key, None), _arg(alt, 1, dim_key, None)
-        keep_a, keep_b = _arg(n, 2, "keepdim", False), _arg(alt, 2, "keepdim", False)
+        dim_a, dim_b = call_arg(n, 1, dim_key, None), call_arg(alt, 1, dim_key, None)
+        keep_a, keep_b = call_arg(n, 2, "keepdim", False), call_arg(alt, 2, "keepdim", False)
         op = {"amax": "max", "amin": "min", "logsumexp": "lse"}.get(name, name)
         if name in ("max", "min"):
             if dim_a is None:  # full reduction: one value
@@ -463,7 +463,7 @@ class Lowering:
                              "stride": self._pyarg(n, alt, 2, "stride", None),
                              "padding": self._pyarg(n, alt, 3, "padding", 0)}
         if kind == "max":
-            if _arg(n, 6, "return_indices", False):
+            if call_arg(n, 6, "return_indices", False):
                 raise LowerError("max pooling with indices")
             p.update(dilation=self._pyarg(n, alt, 4, "dilation", 1), ceil=self._pyarg(n, alt, 5, "ceil_mode", False))
         else:
@@ -473,9 +473,9 @@ class Lowering:
         return self.stage("pool", x, shape, p)
 
     def loss(self, name: str, n: Any, alt: Any, shape: Any) -> E:
-        a = self._tensor_arg(self.value(_arg(n, 0, "input", None), None))
-        b = self._tensor_arg(self.value(_arg(n, 1, "target", None), None))
-        red = _arg(n, 2 if name != "smooth_l1_loss" else 4, "reduction", "mean")
+        a = self._tensor_arg(self.value(call_arg(n, 0, "input", None), None))
+        b = self._tensor_arg(self.value(call_arg(n, 1, "target", None), None))
+        red = call_arg(n, 2 if name != "smooth_l1_loss" else 4, "reduction", "mean")
         if a.shape != b.shape:
             raise LowerError(f"{name} with broadcasting")
         d = self.op("sub", [a, b], a.shape)
@@ -492,10 +492,10 @@ class Lowering:
         return self.stage("reduce", e, shape, {"op": red, "dims": "None", "keepdim": "False", "form": "A"})
 
     def kl_div(self, n: Any, alt: Any, shape: Any) -> E:
-        inp = self._tensor_arg(self.value(_arg(n, 0, "input", None), None))
-        tgt = self._tensor_arg(self.value(_arg(n, 1, "target", None), None))
-        red = _arg(n, 4, "reduction", "mean")
-        if _arg(n, 5, "log_target", False) or inp.shape != tgt.shape:
+        inp = self._tensor_arg(self.value(call_arg(n, 0, "input", None), None))
+        tgt = self._tensor_arg(self.value(call_arg(n, 1, "target", None), None))
+        red = call_arg(n, 4, "reduction", "mean")
+        if call_arg(n, 5, "log_target", False) or inp.shape != tgt.shape:
             raise LowerError("kl_div with log_target or broadcasting")
         e = self.op("kl_div", [inp, tgt], inp.shape)
         if red == "none":
@@ -515,7 +515,7 @@ class Lowering:
             raise LowerError("several GEMMs (a whole model); only one leading GEMM/convolution stays in PyTorch")
         parts = []
         for a in n.args[:3 if name == "linear" else 2]:
-            v = self.vals.get(a) if _is_node(a) else None
+            v = self.vals.get(a) if is_node(a) else None
             if isinstance(v, tuple) and v[0] == "T":
                 parts.append(f"{self.tensors[v[1].val].expr}.T")
             elif isinstance(v, E) and v.kind == "leaf" and not self._derived(v):
@@ -525,7 +525,7 @@ class Lowering:
             else:
                 raise LowerError(f"{name} on computed operands")
         fn = {"linear": "F.linear", "matmul": "torch.matmul", "mm": "torch.mm", "bmm": "torch.bmm"}[name]
-        return self._producer(f"{fn}({', '.join(parts)})", _node_shape(n))
+        return self._producer(f"{fn}({', '.join(parts)})", node_shape(n))
 
     def _derived(self, v: E) -> bool:
         return any(s.out == v.val for s in self.stages)
@@ -549,9 +549,9 @@ class Lowering:
 
         mod = self.gm.get_submodule(n.target)
         path = f"self.{n.target}"
-        shape = _node_shape(n)
+        shape = node_shape(n)
         t = type(mod)
-        raw = self.vals.get(n.args[0]) if n.args and _is_node(n.args[0]) else None
+        raw = self.vals.get(n.args[0]) if n.args and is_node(n.args[0]) else None
         if t in (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d,
                  nn.ConvTranspose3d):
             return self.producer_module(mod, path, raw, shape)
@@ -729,33 +729,16 @@ def _reduced_shape(shape: tuple[int, ...], dims: list[int], keep: bool) -> tuple
     return tuple(1 if i in dims else s for i, s in enumerate(shape) if keep or i not in dims)
 
 
-def _is_node(a: Any) -> bool:
-    from torch.fx import Node
-
-    return isinstance(a, Node)
-
-
 def _second_is_tensor(n: Any, vals: dict[Any, Any]) -> bool:
-    b = _arg(n, 1, "other", None)
-    return _is_node(b) and isinstance(vals.get(b), E)
+    b = call_arg(n, 1, "other", None)
+    return is_node(b) and isinstance(vals.get(b), E)
 
 
-def _arg(node: Any, idx: int, name: str, default: Any = None) -> Any:
-    if len(node.args) > idx:
-        return node.args[idx]
-    return node.kwargs.get(name, default)
-
-
-def _node_shape(node: Any) -> tuple[int, ...] | None:
-    meta = node.meta.get("tensor_meta") if hasattr(node, "meta") else None
-    return tuple(meta.shape) if meta is not None and hasattr(meta, "shape") else None
-
-
-def _node_dtype(node: Any) -> str:
+def _dtype_name(node: Any) -> str:
+    """The node's dtype as the program names it (float, long, bool); any other is outside the exemplars."""
     import torch
 
-    meta = node.meta.get("tensor_meta")
-    dt = getattr(meta, "dtype", None)
+    dt = node_dtype(node)
     if dt == torch.float32:
         return "float"
     if dt == torch.int64:

@@ -25,6 +25,7 @@ dialect-dependent division) is a function `(args, funcs) -> str`. Triton forms a
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -172,6 +173,11 @@ _ROWS: list[OpRow] = [
 ROWS: dict[str, OpRow] = {}
 FUNCTIONS: dict[str, OpRow] = {}  # torch.* / F.* / tensor-method name -> row
 MODULES: dict[str, OpRow] = {}  # nn module class name -> row
+#: Python's operators (`x + y`, `-x`, `x ** 2` in a forward) by the function name they are spelled as
+OPERATORS: dict[Callable[..., Any], str] = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
+                                            operator.truediv: "div", operator.neg: "neg", operator.pow: "pow"}
+#: the rows whose bounds are optional (`clamp(x, min=None, max=1)`): either may be absent, then the one-sided row
+BOUNDED = ("clamp", "clamp_min", "clamp_max")
 
 
 class TableError(ValueError):

@@ -1,25 +1,24 @@
 """Recognise a task's operator pattern from the FX graph of its reference `Model`.
 
-The model is built and traced on the meta device (no memory, any size). Scalars the forward reads from the
-module (`self.scale`, a LeakyReLU slope) are found by tracing a second time with those attributes set to
-sentinel values: a constant that follows the sentinel is emitted as `self.<attr>` read at run time, never
-baked into the kernel (a baked init argument is cheat pattern 12). Anything outside the covered families
-raises `UnsupportedTask` with what was found and how to configure an LLM instead.
+The reference is read once by `coder.reference` (built and traced on the meta device, with the sentinel trace
+that tells constructor scalars from literals: a constant that follows a sentinel is emitted as `self.<attr>`
+read at run time, never baked into the kernel); the same reading goes to the staged lowering (`lower.py`) when
+no fixed family matches. The pattern's operator class is `coder.opclass`'s, the analyze node's. Anything outside
+the covered families raises `UnsupportedTask` with what was found and how to configure an LLM instead.
 """
 
 from __future__ import annotations
 
 import ast
-import inspect
-import operator
 import textwrap
-from dataclasses import dataclass
 from typing import Any
 
 from htam_agent import threadsafe
 
 from ..base import UnsupportedTask
-from .optable import FUNCTIONS, MODULES, OpRow, has_triton
+from ..opclass import classify
+from ..reference import Reference, ReferenceReadError, call_arg, node_dtype, node_shape, read_reference
+from .optable import BOUNDED, FUNCTIONS, MODULES, OPERATORS, OpRow, has_triton
 from .spec import Chain, Operand, Pattern, Prefix, Ref, Step
 
 LLM_HINT = (
@@ -29,22 +28,11 @@ LLM_HINT = (
     "configure an LLM: set HTAM_MODEL, HTAM_BASE_URL and OPENAI_API_KEY, or pass --model/--base-url."
 )
 
-# the fixed families render triton too: they take the op table's rows that have a Triton form
-_BOUNDED = ("clamp", "clamp_min", "clamp_max")
 ROW_OPS = ("sum", "mean", "amax", "argmax", "softmax", "log_softmax", "layernorm", "rmsnorm")
-_SENTINEL_BASE = 918273.0
 
 
 def unsupported(task: str, why: str) -> UnsupportedTask:
     return UnsupportedTask(f"exemplar coder: task {task!r} is not supported: {why}. {LLM_HINT}")
-
-
-@dataclass
-class _Traced:
-    gm: Any  # GraphModule (sentinel-free trace, with shapes in node.meta)
-    alt: Any  # GraphModule traced with scalar attributes set to sentinels
-    sentinels: dict[float, str]  # sentinel value -> "self.<attr>"
-    model: Any
 
 
 def _function_table() -> dict[Any, str]:
@@ -53,10 +41,7 @@ def _function_table() -> dict[Any, str]:
     import torch
     import torch.nn.functional as F
 
-    table: dict[Any, str] = {
-        operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
-        operator.neg: "neg", operator.pow: "pow",
-    }
+    table: dict[Any, str] = dict(OPERATORS)
     names = [a for a, row in FUNCTIONS.items() if has_triton(row.op)]
     names += ["softmax", "log_softmax", "sum", "mean", "amax", "argmax", "matmul", "mm", "bmm", "pow",
               "layer_norm", "linear"]
@@ -66,78 +51,6 @@ def _function_table() -> dict[Any, str]:
             if fn is not None:
                 table.setdefault(fn, name)
     return table
-
-
-def _load(task_source: str, task_name: str) -> tuple[Any, list[Any], list[str]]:
-    """The reference model and its inputs on the meta device, at the small size when the task has one."""
-    import torch
-
-    from ...evaluation.tasks import TaskError, load_task_source
-
-    size = "small" if "SMALL_SIZES" in task_source else "default"
-    try:
-        task = load_task_source(task_source, f"{task_name}.py", size=size, check_inputs=False)
-        with torch.device("meta"):
-            model = task.model_cls(*task.get_init_inputs())
-            inputs = task.get_inputs()
-    except (TaskError, Exception) as exc:  # a task we cannot even build is out of reach, say why
-        raise unsupported(task_name, f"building the reference Model on the meta device failed ({exc})") from exc
-    params = list(inspect.signature(task.model_cls.forward).parameters)[1:]
-    return model, list(inputs), params
-
-
-def _scalar_attrs(model: Any) -> list[tuple[Any, str, str]]:
-    """(module, attribute, expression) for every int/float attribute a forward might read."""
-    found = []
-    for path, mod in model.named_modules():
-        for key, value in vars(mod).items():
-            if key.startswith("_") or key == "training" or type(value) not in (int, float):
-                continue
-            found.append((mod, key, "self." + (f"{path}." if path else "") + key))
-    return found
-
-
-def _trace(task_name: str, model: Any, inputs: list[Any]) -> _Traced:
-    from htam_agent.threadsafe import FX_LOCK
-
-    with FX_LOCK:  # symbolic_trace patches torch globally: one tracer at a time per process
-        return _trace_locked(task_name, model, inputs)
-
-
-def _trace_locked(task_name: str, model: Any, inputs: list[Any]) -> _Traced:
-    import torch.fx
-    from torch.fx.passes.shape_prop import ShapeProp
-
-    try:
-        gm = torch.fx.symbolic_trace(model)
-        ShapeProp(gm).propagate(*inputs)
-    except Exception as exc:  # FX cannot trace data-dependent control flow and the like
-        raise unsupported(task_name, f"torch.fx could not trace Model.forward ({type(exc).__name__}: {exc})") from exc
-    attrs = _scalar_attrs(model)
-    saved = [(mod, key, getattr(mod, key)) for mod, key, _ in attrs]
-    sentinels: dict[float, str] = {}
-    try:
-        for i, (mod, key, expr) in enumerate(attrs):
-            value = _SENTINEL_BASE + 17.25 * i
-            setattr(mod, key, value if isinstance(getattr(mod, key), float) else int(value))
-            sentinels[float(getattr(mod, key))] = expr
-        alt = torch.fx.symbolic_trace(model)
-    except Exception as exc:
-        raise unsupported(task_name, f"the forward's structure depends on constructor scalars ({exc})") from exc
-    finally:
-        for mod, key, value in saved:
-            setattr(mod, key, value)
-    return _Traced(gm, alt, sentinels, model)
-
-
-def _shape(node: Any) -> tuple[int, ...] | None:
-    meta = node.meta.get("tensor_meta") if hasattr(node, "meta") else None
-    return tuple(meta.shape) if meta is not None and hasattr(meta, "shape") else None
-
-
-def _dtype(node: Any) -> Any:
-    meta = node.meta.get("tensor_meta")
-    return getattr(meta, "dtype", None)
 
 
 class _Canon:
@@ -153,7 +66,7 @@ def _table_canon(row: OpRow, tensors: list[Any], node: Any, alt: Any, module: st
     op = row.op
     if row.variant is not None:
         v = row.variant
-        choice = getattr(mod, v.attr, None) if module else _arg(node, v.pos, v.keyword, None)
+        choice = getattr(mod, v.attr, None) if module else call_arg(node, v.pos, v.keyword, None)
         op = dict(v.ops).get(choice, op)
     specs: list[tuple[Any, ...]] = []
     for sc in row.scalars:
@@ -167,13 +80,7 @@ def _table_canon(row: OpRow, tensors: list[Any], node: Any, alt: Any, module: st
     return _Canon(op, tensors, dict(zip(keys, specs, strict=True)), node, alt)
 
 
-def _arg(node: Any, idx: int, name: str, default: Any = None) -> Any:
-    if len(node.args) > idx:
-        return node.args[idx]
-    return node.kwargs.get(name, default)
-
-
-def _canon(task: str, node: Any, alt: Any, traced: _Traced, table: dict[Any, str]) -> _Canon:
+def _canon(task: str, node: Any, alt: Any, traced: Reference, table: dict[Any, str]) -> _Canon:
     """Map call_function / call_method / call_module nodes onto one vocabulary of ops."""
     import torch.nn as nn
     from torch.fx import Node
@@ -216,31 +123,31 @@ def _canon(task: str, node: Any, alt: Any, traced: _Traced, table: dict[Any, str
     a0 = node.args[0] if node.args else None
     row = FUNCTIONS.get(name)
     if row is not None and has_triton(row.op) and row.arity == 1:
-        if row.name in _BOUNDED:
+        if row.name in BOUNDED:
             lo = ("val", 1, "min", None) if row.name != "clamp_max" else ("lit", None)
             hi = ("val", 2 if row.name == "clamp" else 1, "max", None) if row.name != "clamp_min" else ("lit", None)
             return _Canon("clamp", [a0], {"lo": lo, "hi": hi}, node, alt)
         return _table_canon(row, [a0], node, alt)
     if row is not None and has_triton(row.op) or name == "pow":
         name = row.op if row is not None else name
-        if name in ("add", "sub") and _arg(node, 2, "alpha", 1) != 1:
+        if name in ("add", "sub") and call_arg(node, 2, "alpha", 1) != 1:
             raise unsupported(task, "add/sub with alpha")
         if name == "div" and node.kwargs.get("rounding_mode") is not None:
             raise unsupported(task, "division with a rounding mode")
-        b = _arg(node, 1, "other", None)
+        b = call_arg(node, 1, "other", None)
         if b is None:
             b = node.kwargs.get("exponent")
         return _Canon(name, [a0, b], {}, node, alt)
     if name in ("softmax", "log_softmax"):
-        return _Canon(name, [a0], {"dim": _arg(node, 1, "dim", None)}, node, alt)
+        return _Canon(name, [a0], {"dim": call_arg(node, 1, "dim", None)}, node, alt)
     if name in ("sum", "mean", "amax", "argmax"):
         if node.kwargs.get("dtype") is not None:
             raise unsupported(task, f"{name} with a dtype")
-        return _Canon(name, [a0], {"dim": _arg(node, 1, "dim", None), "keepdim": _arg(node, 2, "keepdim", False)},
-                      node, alt)
+        return _Canon(name, [a0], {"dim": call_arg(node, 1, "dim", None),
+                                    "keepdim": call_arg(node, 2, "keepdim", False)}, node, alt)
     if name == "layer_norm":
-        shape = _arg(node, 1, "normalized_shape", None)
-        w, b = _arg(node, 2, "weight", None), _arg(node, 3, "bias", None)
+        shape = call_arg(node, 1, "normalized_shape", None)
+        w, b = call_arg(node, 2, "weight", None), call_arg(node, 3, "bias", None)
         if not isinstance(shape, (list, tuple)) or len(shape) != 1:
             raise unsupported(task, "layer_norm over more than the last dimension")
         refs = []
@@ -254,13 +161,13 @@ def _canon(task: str, node: Any, alt: Any, traced: _Traced, table: dict[Any, str
         return _Canon("layer_norm", [a0], {"weight": refs[0], "bias": refs[1],
                                            "eps": ("val", 4, "eps", 1e-5), "dim": shape[0]}, node, alt)
     if name == "linear":
-        w, b = _arg(node, 1, "weight"), _arg(node, 2, "bias")
+        w, b = call_arg(node, 1, "weight"), call_arg(node, 2, "bias")
         if not (isinstance(w, Node) and w.op == "get_attr") or not (b is None or (isinstance(b, Node)
                                                                                   and b.op == "get_attr")):
             raise unsupported(task, "F.linear with computed weights")
         raise unsupported(task, "F.linear on parameters (use an nn.Linear module)")
     if name in ("matmul", "mm", "bmm"):
-        return _Canon("matmul", [a0, _arg(node, 1, "other", None) if name == "matmul" else node.args[1]], {
+        return _Canon("matmul", [a0, call_arg(node, 1, "other", None) if name == "matmul" else node.args[1]], {
             "fn": name}, node, alt)
     raise unsupported(task, f"op {name} is outside the exemplar patterns")
 
@@ -268,7 +175,7 @@ def _canon(task: str, node: Any, alt: Any, traced: _Traced, table: dict[Any, str
 class _ChainBuilder:
     """Turns canonical elementwise nodes into a `Chain` with operands, runtime scalars and steps."""
 
-    def __init__(self, task: str, traced: _Traced) -> None:
+    def __init__(self, task: str, traced: Reference) -> None:
         self.task, self.traced = task, traced
         self.operands: list[tuple[Any, str]] = []  # (FX node or None, expression)
         self.scalars: list[str] = []
@@ -317,7 +224,7 @@ class _ChainBuilder:
         if spec[0] == "expr":
             return self.expr_scalar(f"float({spec[1]})")
         _, idx, name, default = spec
-        a, b = _arg(c.node, idx, name, default), _arg(c.alt, idx, name, default)
+        a, b = call_arg(c.node, idx, name, default), call_arg(c.alt, idx, name, default)
         return None if a is None else self.scalar(a, b)
 
     def add(self, c: _Canon) -> None:
@@ -357,7 +264,7 @@ class _ChainBuilder:
     def chain(self, out_shape: tuple[int, ...]) -> Chain:
         ops = []
         for node, expr in self.operands:
-            shape = _shape(node) if node is not None else out_shape
+            shape = node_shape(node) if node is not None else out_shape
             ops.append(_operand_kind(self.task, expr, shape, out_shape))
         return Chain(tuple(ops), tuple(self.scalars), tuple(self.steps))
 
@@ -423,16 +330,16 @@ def _init_and_imports(task: str, source: str) -> tuple[str, str]:
     return body.replace("super(Model, self)", "super()") + "\n", "\n".join(imports)
 
 
-def _op_class(prefix: Prefix | None, default: str) -> str:
-    return "fused" if prefix is not None else default
-
-
 def recognize(task_source: str, task_name: str = "task") -> Pattern:
     """The task's family and parameters, or UnsupportedTask saying what is outside the exemplar patterns."""
     import torch
 
-    model, inputs, fwd_args = _load(task_source, task_name)
-    traced = _trace(task_name, model, inputs)
+    size = "small" if "SMALL_SIZES" in task_source else "default"  # the small size where the task has one
+    try:
+        traced = read_reference(task_source, f"{task_name}.py", size, sentinels=True)
+    except ReferenceReadError as exc:
+        raise unsupported(task_name, str(exc)) from exc
+    fwd_args = traced.forward_args
     table = _function_table()
     nodes = [n for n in traced.gm.graph.nodes]
     alts = [n for n in traced.alt.graph.nodes]
@@ -444,21 +351,24 @@ def recognize(task_source: str, task_name: str = "task") -> Pattern:
 
     if not isinstance(out_arg, Node):
         raise unsupported(task_name, "the forward returns several values")
-    out_shape = _shape(out_arg)
+    out_shape = node_shape(out_arg)
     if out_shape is None:
         raise unsupported(task_name, "the output is not a single tensor")
     for n in nodes:
-        if n.op in ("placeholder", "get_attr", "call_function", "call_method", "call_module") and _shape(n) is not None:
-            if n.op == "placeholder" and _dtype(n) in (torch.bool, None):
+        if n.op in ("placeholder", "get_attr", "call_function", "call_method", "call_module") \
+                and node_shape(n) is not None:
+            dtype = node_dtype(n)
+            if n.op == "placeholder" and dtype in (torch.bool, None):
                 continue  # masks: read as 0/1 by the staged lowering
-            if _dtype(n) not in (torch.float32, torch.int64) or (n is not out_arg and _dtype(n) != torch.float32):
-                raise unsupported(task_name, f"{n.name} has dtype {_dtype(n)}; the exemplars are fp32")
+            if dtype not in (torch.float32, torch.int64) or (n is not out_arg and dtype != torch.float32):
+                raise unsupported(task_name, f"{n.name} has dtype {dtype}; the exemplars are fp32")
     compute = [(n, a) for n, a in zip(nodes, alts, strict=True) if n.op in ("call_function", "call_method",
                                                                             "call_module")]
     if not compute:
         raise unsupported(task_name, "the forward computes nothing")
     init_source, imports = _init_and_imports(task_name, task_source)
-    common = {"forward_args": tuple(fwd_args), "init_source": init_source, "imports": imports}
+    common = {"op_class": classify(traced.ops()), "forward_args": tuple(fwd_args), "init_source": init_source,
+              "imports": imports}
     try:
         if "y" in fwd_args:  # the fixed patterns call the GEMM/conv output y
             raise unsupported(task_name, "a forward argument named y")
@@ -473,7 +383,7 @@ def recognize(task_source: str, task_name: str = "task") -> Pattern:
         return _staged(task_name, traced, out_arg, fwd_args, common, first)
 
 
-def _staged(task: str, traced: _Traced, out_node: Any, fwd_args: list[str], common: dict[str, Any],
+def _staged(task: str, traced: Reference, out_node: Any, fwd_args: list[str], common: dict[str, Any],
             first: UnsupportedTask) -> Pattern:
     """The general path: lower the graph into stages (program.py); its refusal names what it could not do."""
     from .lower import LowerError, Lowering
@@ -486,20 +396,7 @@ def _staged(task: str, traced: _Traced, out_node: Any, fwd_args: list[str], comm
     desc = " -> ".join(kinds)
     if program.prefix_tensor >= 0:
         desc = f"GEMM/conv (PyTorch) -> {desc}"
-    classes = {k.split(":")[0] for k in kinds}
-    if program.prefix_tensor >= 0:
-        op_class = "fused"
-    elif classes & {"norm"} or any(k.endswith("meanvar") for k in kinds):
-        op_class = "normalization"
-    elif "pool" in classes:
-        op_class = "pooling"
-    elif "scan" in classes:
-        op_class = "scan"
-    elif "reduce" in classes:
-        op_class = "reduction"
-    else:
-        op_class = "elementwise"
-    return Pattern("staged", op_class, f"staged program: {desc}", extra={"program": program}, **common)
+    return Pattern("staged", description=f"staged program: {desc}", extra={"program": program}, **common)
 
 
 def _prefix(task: str, canons: list[_Canon]) -> tuple[Prefix | None, list[_Canon]]:
@@ -523,7 +420,7 @@ def _prefix(task: str, canons: list[_Canon]) -> tuple[Prefix | None, list[_Canon
     return pre, canons[1:]
 
 
-def _match_elementwise(task: str, canons: list[_Canon], traced: _Traced, out_node: Any,
+def _match_elementwise(task: str, canons: list[_Canon], traced: Reference, out_node: Any,
                        out_shape: tuple[int, ...], common: dict[str, Any]) -> Pattern:
     prefix, rest = _prefix(task, canons)
     if not rest:
@@ -542,7 +439,7 @@ def _match_elementwise(task: str, canons: list[_Canon], traced: _Traced, out_nod
     desc = " -> ".join(s.op for s in chain.steps)
     if prefix is not None:
         desc = f"{prefix.kind} (PyTorch) -> fused epilogue: {desc}"
-    return Pattern("elementwise", _op_class(prefix, "elementwise"), desc, prefix=prefix, chain=chain, **common)
+    return Pattern("elementwise", description=desc, prefix=prefix, chain=chain, **common)
 
 
 def _row_core(task: str, canons: list[_Canon], rank: int, b: _ChainBuilder) -> tuple[dict[str, Any], int]:
@@ -582,11 +479,11 @@ def _row_core(task: str, canons: list[_Canon], rank: int, b: _ChainBuilder) -> t
     raise unsupported(task, f"no row-wise pattern starts at {c.op}")
 
 
-def _match_rowwise(task: str, canons: list[_Canon], traced: _Traced, out_shape: tuple[int, ...],
+def _match_rowwise(task: str, canons: list[_Canon], traced: Reference, out_shape: tuple[int, ...],
                    common: dict[str, Any]) -> Pattern:
     prefix, rest = _prefix(task, canons)
     b = _ChainBuilder(task, traced)
-    x_shape = _shape(rest[0].tensors[0]) if rest and hasattr(rest[0].tensors[0], "meta") else None
+    x_shape = node_shape(rest[0].tensors[0]) if rest and hasattr(rest[0].tensors[0], "meta") else None
     if x_shape is None:
         raise unsupported(task, "the row-wise op's input has no known shape")
     core, span = _row_core(task, rest, len(x_shape), b)
@@ -612,8 +509,7 @@ def _match_rowwise(task: str, canons: list[_Canon], traced: _Traced, out_shape: 
     desc = row_op + (" -> " + " -> ".join(s.op for s in chain.steps) if chain.steps else "")
     if prefix is not None:
         desc = f"{prefix.kind} (PyTorch) -> {desc}"
-    op_class = "reduction" if row_op in ("sum", "mean", "amax", "argmax") else "normalization"
-    return Pattern("rowwise", _op_class(prefix, op_class), desc, prefix=prefix, chain=chain, row_op=row_op,
+    return Pattern("rowwise", description=desc, prefix=prefix, chain=chain, row_op=row_op,
                    row_input="y" if prefix is not None else x.target, row_weight=core.get("weight", ""),
                    row_bias=core.get("bias", ""), row_eps=eps_expr, keepdim=core.get("keepdim", False), **common)
 
@@ -624,7 +520,7 @@ def _match_matmul(task: str, canons: list[_Canon], common: dict[str, Any]) -> Pa
     a, b_ = canons[0].tensors
     if getattr(a, "op", "") != "placeholder" or getattr(b_, "op", "") != "placeholder":
         raise unsupported(task, "matmul operands are not forward arguments")
-    sa, sb = _shape(a), _shape(b_)
+    sa, sb = node_shape(a), node_shape(b_)
     if sa is None or sb is None:
         raise unsupported(task, "matmul operand shapes unknown")
     if len(sa) == 2 and len(sb) == 2:
@@ -634,4 +530,4 @@ def _match_matmul(task: str, canons: list[_Canon], common: dict[str, Any]) -> Pa
     else:
         raise unsupported(task, f"matmul of shapes {sa} x {sb} (only 2-D x 2-D and batched 3-D x 3-D)")
     desc = ("batched " if batched else "") + "fp32 matmul"
-    return Pattern("matmul", "matmul", desc, mm_a=a.target, mm_b=b_.target, mm_batched=batched, **common)
+    return Pattern("matmul", description=desc, mm_a=a.target, mm_b=b_.target, mm_batched=batched, **common)
