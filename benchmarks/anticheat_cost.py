@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from htam_agent.backend_registry import BACKENDS
 from htam_agent.evaluation.parent.candidate import Candidate
 from htam_agent.evaluation.parent.evaluator import Evaluator
 from htam_agent.evaluation.parent.options import EvalOptions
@@ -49,7 +50,7 @@ def honest(backend: str, only: str | None) -> list[tuple[str, Candidate]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--backend", default="cpp", choices=("cpp", "cuda", "triton"))
+    ap.add_argument("--backend", default="cpp", choices=BACKENDS)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--only", help="substring of task/candidate names to keep")
     ap.add_argument("--build-root", help="default: a fresh temporary folder (the first pass builds)")

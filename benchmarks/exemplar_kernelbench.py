@@ -53,9 +53,11 @@ def _problems(kb: Path, levels: list[int]) -> list[tuple[int, Path]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from htam_agent.backend_registry import BACKENDS
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("kb_dir", type=Path)
-    ap.add_argument("--backend", default="cuda", choices=("cuda", "triton", "cpp"))
+    ap.add_argument("--backend", default="cuda", choices=BACKENDS)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--levels", default="1,2")
     ap.add_argument("--max-variants", type=int, default=1, help="variants per covered problem (default 1)")

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from htam_agent.backend_registry import BACKENDS
+from htam_agent.evaluation.parent.gateway import EvaluationMode
 
 CoderKind = Literal["auto", "llm", "exemplar"]
 MemoryMode = Literal["htam", "flat", "none"]
 DirectionPolicy = Literal["htam", "random", "first"]
-EvaluationMode = Literal["auto", "local", "replay"]
 #: The settings whose values are one of a Literal's: validate() reads the allowed values from it.
 _CHOICES: dict[str, Any] = {"coder": CoderKind, "memory_mode": MemoryMode, "evaluation": EvaluationMode,
                             "direction_policy": DirectionPolicy}

@@ -11,8 +11,9 @@ holds one entry per invocation of the job that wrote them (commit, machine, date
 Writing is crash-safe: `write_record` appends one whole line with one ``write`` on an ``O_APPEND`` descriptor,
 then ``fsync``; a run killed mid-write leaves at most a torn last line, which `load_table` skips (and reports in
 ``Table.torn``) and the next append starts on a fresh line. The latest record of a (problem, backend, variant)
-wins, so a re-timed variant is simply appended again. Standard library and the evaluator's Readout only (the job also
-runs on bare GPU hosts); `variant_annotations` imports the exemplar coder when called.
+wins, so a re-timed variant is simply appended again. Standard library and the evaluator's verdict (its STATUSES
+are a record's) and Readout only (the job also runs on bare GPU hosts); `variant_annotations` imports the
+exemplar coder when called.
 """
 
 from __future__ import annotations
@@ -33,12 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from htam_agent.evaluation.common.verdict import STATUSES
+
 TABLE_FORMAT = "htam-verdict-table"
 TABLE_VERSION = 1
-#: statuses a record may carry: the evaluator's (evaluation/common/verdict.STATUSES), copied so this module stays
-#: importable without the evaluator
-STATUSES = ("accepted", "invalid_candidate", "compile_error", "runtime_error", "out_of_memory", "incorrect",
-            "rejected", "timeout", "crashed", "error")
 _PROBLEM_RE = re.compile(r"^[^/\s]+(/[^/\s]+)?$")
 _LEVEL_RE = re.compile(r"^level(\d+)/")
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from htam_agent.backend_registry import BACKENDS
 from htam_agent.chat.agent import ChatSession
 from htam_agent.chat.runs import ChatInputError
 from htam_agent.chat.runview import RunView, list_runs
@@ -261,7 +262,7 @@ def build(session: ChatSession) -> Any:
                         name = gr.Textbox(label="name (optional; pasted code is named after its own nn.Module "
                                                 "class, else pasted_...)", elem_id="task-name", max_lines=1)
                         with gr.Row():
-                            backend = gr.Dropdown(["cpp", "cuda", "triton"], value=session.manager.base.backend,
+                            backend = gr.Dropdown(sorted(BACKENDS), value=session.manager.base.backend,
                                                   label="backend", elem_id="backend", min_width=90)
                             steps = gr.Number(value=session.manager.base.steps, precision=0, label="steps",
                                               elem_id="steps", min_width=70)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from htam_agent.backend_registry import is_cpu
 
@@ -24,7 +24,9 @@ from .candidate import Candidate
 from .evaluator import Evaluator
 
 Mode = Literal["local", "replay"]
-MODES: tuple[str, ...] = ("auto", "local", "replay")
+#: what a run may ask for (context.RunContext.evaluation): a mode, or `auto` (resolve_mode picks one)
+EvaluationMode = Literal["auto", Mode]
+MODES: tuple[str, ...] = get_args(EvaluationMode)
 
 _device_locks: dict[int, threading.Lock] = {}
 _locks_guard = threading.Lock()
