@@ -52,7 +52,7 @@ class VariantRecord:
 
     problem: str                      # the bench task id: "level1/19_ReLU" (KernelBench), "norm_softmax" (bundled)
     level: int | None                 # KernelBench's level (1 for "level1/..."); None outside KernelBench
-    op_class: str                     # the analyze node's class (nodes.analyze.classify)
+    op_class: str                     # the analyze node's class (coder.opclass.classify)
     family: str                       # the exemplar family (elementwise, rowwise, matmul, staged)
     backend: str
     size: str                         # the size the evaluator timed ("small", "default", ...)
