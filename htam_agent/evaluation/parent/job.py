@@ -49,7 +49,7 @@ def run_job(job: dict[str, Any], options: EvalOptions) -> dict[str, Any]:
     """
     cpu = is_cpu(options.backend)
     spare = take_spare(options.prestart and (not cpu or job["mode"] == "compile"))
-    later = LaterSpare(cpu and options.prestart and job["mode"] != "compile", bool(job.get("timing", True)))
+    later = LaterSpare(cpu and options.prestart and job["mode"] != "compile")
     proc, scratch = spare.proc, spare.scratch
     job = dict(job, compile_timeout_s=options.compile_timeout_s, run_timeout_s=options.run_timeout_s,
                keep_scratch=options.keep_scratch)

@@ -75,21 +75,14 @@ class Spare:
 _spare_lock = threading.Lock()
 _spares: list[Spare] = []
 SPARES = 2  # enough to hide start-up (~3-4 s on a GPU host) behind jobs of ~2-3 s
-#: the checker's phases after the last timed one (roofline's bandwidth probe times too): a CPU job's next
-#: checker may start importing while these run
-UNTIMED_TAIL = frozenset({"sabotage", "verify_other_init", "verify_other_shape", "done"})
 
 
 class LaterSpare:
-    """A CPU job's next checker, started once this job's timed phases are over (at its untimed tail, or at
-    its end; at once for a job that times nothing): its torch imports then overlap checks, not timing."""
+    """A CPU job's next checker, started once this job's checker has given its verdict (`finish`): started
+    earlier, its imports competed with this job's timing and its processes sat beside this job's peak memory."""
 
-    def __init__(self, armed: bool, timed: bool) -> None:
-        self.armed, self.timed = armed, timed
-
-    def phase(self, name: str) -> None:
-        if self.armed and (name in UNTIMED_TAIL or not self.timed):
-            self.finish()
+    def __init__(self, armed: bool) -> None:
+        self.armed = armed
 
     def finish(self) -> None:
         if self.armed:
