@@ -118,15 +118,21 @@ def calibrate(run: Run, n: int = CALIBRATION_CALLS) -> list[float]:
     walls = []
     for i in range(n):
         wall, msg = _timed_request(run, "__noop__", enc, view, gen, f"cal{i}")
-        protocol._close_all(msg.fds)
-        run.sb.ask("settle", run.left(), keep=None)  # as after every timed request: outside the clock
-        if run.device.type == "cuda":  # the device copy made at return: kept under its id until released (a
-            # full-size copy per call: 25 of them ran an 80 GB H100 out of memory on KernelBench's 6 GiB ReLU)
-            run.sb.ask("release", run.left(), ids=[f"cal{i}"], poison=False)
+        _let_go(run, msg, f"cal{i}")
         walls.append(wall)
     run.sb.free(ids, run.left())
     run.backend.release_flush()  # not needed again before the timed phase (issue 36)
     return walls
+
+
+def _let_go(run: Run, msg: protocol.Message, out_id: str) -> None:
+    """After a timed request whose output is not read again, outside the clock: its handed-over descriptors
+    closed, the live output let go, and on a GPU the device copy kept under `out_id` released (kept until then:
+    25 calibration copies ran an 80 GB H100 out of memory on KernelBench's 6 GiB ReLU)."""
+    protocol._close_all(msg.fds)
+    run.sb.ask("settle", run.left(), keep=None)
+    if run.device.type == "cuda":
+        run.sb.ask("release", run.left(), ids=[out_id], poison=False)
 
 
 def _timed_request(run: Run, slot: str, enc: Any, view: Any, gen: Any, out_id: str,
@@ -309,10 +315,7 @@ class TimedSlot:
         if r.get("launches") == 0 and self.slot == "main" and run.job["mode"] == "evaluate":
             run.silent_calls.append(f"timed call {i}")
         if i not in self.chosen:
-            protocol._close_all(msg.fds)
-            sb.ask("settle", run.left(), keep=None)  # outside the clock: the output goes now
-            if device.type == "cuda":
-                sb.ask("release", run.left(), ids=[f"sealed{i}"], poison=False)
+            _let_go(run, msg, f"sealed{i}")
             return
         if device.type == "cuda":
             protocol._close_all(msg.fds)
