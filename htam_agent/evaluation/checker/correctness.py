@@ -65,8 +65,11 @@ def _index_str(flat_idx: int, shape: tuple[int, ...]) -> str:
     return "(" + ", ".join(str(i) for i in reversed(idx)) + ")"
 
 
-def compare_tensor(ref: Any, out: Any, device: Any) -> OutputCheck:
-    """Compare one candidate output with the reference's."""
+def compare_tensor(ref: Any, out: Any, device: Any, quick: bool = False) -> OutputCheck:
+    """Compare one candidate output with the reference's.
+
+    `quick`: only whether it passes (the sabotage asks whether an output still matches): the first chunk with
+    an element out of tolerance answers, without the worst element's search or the error figures."""
     import torch
 
     if type(out) is not torch.Tensor:
@@ -89,6 +92,8 @@ def compare_tensor(ref: Any, out: Any, device: Any) -> OutputCheck:
         rflat, oflat = ref.reshape(-1), out.reshape(-1)
         n_bad = sum(int((oflat[a:b] != rflat[a:b]).sum()) for a, b in _chunks(rflat.numel()))
         if n_bad:
+            if quick:
+                return OutputCheck(False, "values")
             first = _first(lambda a, b: oflat[a:b] != rflat[a:b], rflat.numel())
             return OutputCheck(False, "values",
                                f"{n_bad} of {ref.numel()} integer values differ, first at {_index_str(first, tuple(ref.shape))}: "
@@ -124,24 +129,40 @@ def compare_tensor(ref: Any, out: Any, device: Any) -> OutputCheck:
         rms = (float(sq) / nf) ** 0.5 if nf else 0.0
     acc = torch.zeros(4, dtype=torch.float64, device=dev)  # max_abs, max_rel, n_bad, n_nonfinite
     zero = torch.zeros((), dtype=torch.float64, device=dev)
+    # The finite case runs in three chunk-sized buffers made once per comparison, every step written into one
+    # of them (the very operations of the expressions they replace, so the same numbers): a temporary per step
+    # was a fresh mapping page-faulted in for every chunk (the checker maps blocks from 1 MiB up), five per
+    # chunk, 1280 per GiB compared, and most of a large verdict's system time (issue 36).
+    m0 = min(n, CHUNK)
+    diff_buf, scale_buf, tmp_buf = (torch.empty(m0, dtype=work, device=dev) for _ in range(3))
+    bad_buf = torch.empty(m0, dtype=torch.bool, device=dev)
     for a, b in _chunks(n):
         r, o = rflat[a:b].to(work), oflat[a:b].to(work)
-        diff = torch.sub(o, r).abs_()
-        if nf == n and bool(torch.isfinite(diff.max())):  # everything finite (max propagates NaN and inf)
-            scale = r.abs().add_(rms)
-            bad = diff > tol * scale
+        m = b - a
+        diff = torch.sub(o, r, out=diff_buf[:m]).abs_()
+        diff_max = diff.max()
+        if nf == n and bool(torch.isfinite(diff_max)):  # everything finite (max propagates NaN and inf)
+            scale = torch.abs(r, out=scale_buf[:m]).add_(rms)
+            bad = torch.gt(diff, torch.mul(scale, tol, out=tmp_buf[:m]), out=bad_buf[:m])
+            n_bad_chunk = bad.count_nonzero().double()
+            rel_max = torch.div(diff, scale.add_(1e-30), out=tmp_buf[:m]).max().double()
             n_nonfin = zero
-        else:
+        else:  # a non-finite value somewhere in the chunk: rare, temporaries allowed
             fin = torch.isfinite(r)
             rz = torch.where(fin, r, torch.zeros_like(r))
             diff = torch.where(fin & torch.isfinite(o), (o - r).abs(), torch.zeros_like(r))
             scale = rz.abs() + rms
             mismatch_nonfinite = ~fin & ~((o == r) | (torch.isnan(o) & torch.isnan(r)))
             bad = (diff > tol * scale) | mismatch_nonfinite
+            n_bad_chunk = bad.sum().double()
+            rel_max = (diff / (scale + 1e-30)).max().double()
             n_nonfin = (~torch.isfinite(o) & fin).sum().double()
-        acc = torch.maximum(acc, torch.stack([diff.max().double(), (diff / (scale + 1e-30)).max().double(), zero, zero]))
-        acc[2] += bad.sum()
+            diff_max = diff.max()
+        acc = torch.maximum(acc, torch.stack([diff_max.double(), rel_max, zero, zero]))
+        acc[2] += n_bad_chunk
         acc[3] += n_nonfin
+        if quick and bool(acc[2] + acc[3]):
+            return OutputCheck(False, "values" if not bool(acc[3]) else "nan_or_inf")
     max_abs, max_rel, n_bad_f, n_nonfinite_f = acc.tolist()
     n_bad, n_nonfinite = int(n_bad_f), int(n_nonfinite_f)
     shape = tuple(ref.shape)
@@ -157,6 +178,19 @@ def compare_tensor(ref: Any, out: Any, device: Any) -> OutputCheck:
                            f"got {got:.6g}, expected {exp:.6g} (tolerance {tol:g} x (|ref| + rms {rms:.3g}))",
                            max_abs_err=max_abs, max_rel_err=max_rel, tolerance=tol)
     return OutputCheck(True, max_abs_err=max_abs, max_rel_err=max_rel, tolerance=tol)
+
+
+def all_finite(t: Any) -> bool:
+    """Whether a tensor holds no NaN or Inf: its smallest and largest values (a reduction that propagates NaN),
+    where `isfinite(t).all()` made a full-size boolean tensor first (4 s per GiB on the 2-core VM)."""
+    import torch
+
+    if not (t.is_floating_point() or t.is_complex()) or t.numel() == 0:
+        return True
+    if t.is_complex():
+        return all_finite(torch.view_as_real(t))
+    lo, hi = torch.aminmax(t)
+    return bool(torch.isfinite(lo)) and bool(torch.isfinite(hi))
 
 
 def _worst(rflat: Any, oflat: Any, tol: float, rms: float, work: Any) -> tuple[int, float, float]:
@@ -215,11 +249,25 @@ def compare_outputs(ref_out: Any, cand_out: Any, device: Any) -> OutputCheck:
     return OutputCheck(True, max_abs_err=worst_abs, max_rel_err=worst_rel)
 
 
+def _finite_chunk(r: Any, a: int, b: int, buf: Any) -> Any:
+    """r[a:b]'s finite values in fp64, in `buf` when all of them are finite (a copy made by indexing otherwise)."""
+    import torch
+
+    c = buf[: b - a].copy_(r[a:b])
+    return c if all_finite(c) else c[torch.isfinite(c)]
+
+
 def trivial_answers_pass(ref_out: Any) -> list[str]:
     """Which trivial answers (zeros, the mean as a constant) the tolerance would accept: a degenerate task.
 
     Computed from the reference alone: zeros pass iff |r| <= tol (|r| + rms) everywhere; the constant c
     passes iff |c - r| <= tol (|r| + rms) everywhere.
+
+    In chunks (the output may be GiBs), each finite chunk in three fp64 buffers made once (the same operations
+    as the expressions `c.pow(2).sum()`, `c.abs().mul_(tol).add_(tol * rms)`, ... they replace, so the same
+    numbers): its temporaries were fresh mappings for every chunk, and the boolean indexing that drops non-finite
+    values a copy of each, 11 s for 256 MiB on the loaded 2-core VM (issue 36). A chunk holding a non-finite value
+    still drops them by indexing.
     """
     import torch
 
@@ -230,21 +278,28 @@ def trivial_answers_pass(ref_out: Any) -> list[str]:
     for r in refs:
         r = r.reshape(-1)
         tol = tolerance_for(refs[0].dtype)
-        # In chunks (the output may be GiBs): the finite values' count, sum and square sum, then the two tests.
+        m0 = min(r.numel(), CHUNK)
+        if m0 == 0:
+            continue
+        val_buf, abs_buf, allowed_buf = (torch.empty(m0, dtype=torch.float64, device=r.device) for _ in range(3))
+        ok_buf = torch.empty(m0, dtype=torch.bool, device=r.device)
+
+        # The finite values' count, sum and square sum, then the two tests.
         n, s, sq = 0, 0.0, 0.0
         for a, b in _chunks(r.numel()):
-            c = r[a:b].double()
-            c = c[torch.isfinite(c)]
-            n, s, sq = n + c.numel(), s + float(c.sum()), sq + float(c.pow(2).sum())
+            c = _finite_chunk(r, a, b, val_buf)
+            n, s, sq = n + c.numel(), s + float(c.sum()), sq + float(torch.mul(c, c, out=abs_buf[: c.numel()]).sum())
         if n == 0:
             continue
         rms, mean = (sq / n) ** 0.5, s / n
         for a, b in _chunks(r.numel()):
-            c = r[a:b].double()
-            c = c[torch.isfinite(c)]
-            allowed = c.abs().mul_(tol).add_(tol * rms)
-            zeros_ok = zeros_ok and bool((c.abs() <= allowed).all())
-            const_ok = const_ok and bool(((c - mean).abs() <= allowed).all())
+            c = _finite_chunk(r, a, b, val_buf)
+            k = c.numel()
+            mag = torch.abs(c, out=abs_buf[:k])
+            allowed = torch.mul(mag, tol, out=allowed_buf[:k]).add_(tol * rms)
+            zeros_ok = zeros_ok and bool(torch.le(mag, allowed, out=ok_buf[:k]).all())
+            dev = torch.sub(c, mean, out=abs_buf[:k]).abs_()
+            const_ok = const_ok and bool(torch.le(dev, allowed, out=ok_buf[:k]).all())
             if not (zeros_ok or const_ok):
                 return []
     return [label for label, ok in (("zeros", zeros_ok), ("constant mean", const_ok)) if ok]

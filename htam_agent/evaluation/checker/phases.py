@@ -66,7 +66,7 @@ def build_candidate(run: Run, slot: str, ref: Any, init: list[Any]) -> None:
 
 
 def finite(values: Any) -> bool:
-    return all(bool(torch.isfinite(t).all()) for t in observe.flatten_outputs(values)
+    return all(correctness.all_finite(t) for t in observe.flatten_outputs(values)
                if isinstance(t, torch.Tensor) and t.is_floating_point())
 
 
@@ -573,7 +573,7 @@ def _sabotage_inputs(run: Run) -> tuple[list[Any], Any, bool]:
             break
     outs = [o for o in observe.flatten_outputs(ref_out) if isinstance(o, torch.Tensor) and o.is_floating_point()]
     same_as_input = any(
-        o.shape == x.shape and o.dtype == x.dtype and correctness.compare_tensor(o, x, run.device).passed
+        o.shape == x.shape and o.dtype == x.dtype and correctness.compare_tensor(o, x, run.device, quick=True).passed
         for o in outs for x in inputs if isinstance(x, torch.Tensor))
     return inputs, ref_out, not same_as_input
 
