@@ -98,3 +98,37 @@ def test_trivial_answers_and_finiteness() -> None:
     assert all_finite(r) and not all_finite(const) and all_finite(torch.empty(0))
     r[N - 1] = float("-inf")
     assert not all_finite(r) and all_finite(torch.arange(5))
+
+
+class _CountingTask:
+    """A task whose get_inputs counts the draws made on a real device (the meta device's hold no numbers)."""
+
+    path = "counting_task.py"
+
+    def __init__(self, with_index: bool) -> None:
+        self.with_index, self.real_draws = with_index, 0
+
+    def get_inputs(self) -> list:
+        if torch.get_default_device().type != "meta":
+            self.real_draws += 1
+        x = torch.randn(64, 32).t()  # strides of a transposed input kept
+        return [x, torch.randint(0, 32, (64,))] if self.with_index else [x, torch.rand(8)]
+
+
+def test_redrawn_distributions_make_no_task_draw_when_every_input_is_replaced() -> None:
+    """Normal, signed-uniform and ties replace every floating input whole: the task's own draw (a full-size one
+    per input, single-threaded) is made only where something of it is kept (issue 36)."""
+    from htam_agent.evaluation.checker import inputs as inp
+
+    floats = _CountingTask(with_index=False)
+    for dist in ("normal", "signed_uniform", "ties"):
+        xs = inp.make_inputs(floats, CPU, 3, dist)
+        assert [tuple(x.shape) for x in xs] == [(32, 64), (8,)] and xs[0].stride() == (1, 32)
+        assert xs[0].device.type == "cpu" and bool((xs[1] != 0).any())
+    assert floats.real_draws == 0
+    assert torch.equal(inp.make_inputs(floats, CPU, 3, "normal")[0], inp.make_inputs(floats, CPU, 3, "normal")[0])
+    inp.make_inputs(floats, CPU, 3, "large")
+    assert floats.real_draws == 1  # scaled: the task's own numbers are kept
+    mixed = _CountingTask(with_index=True)
+    xs = inp.make_inputs(mixed, CPU, 3, "normal")
+    assert mixed.real_draws == 1 and xs[1].dtype == torch.int64

@@ -33,6 +33,11 @@ def make_inputs(task: Any, device: Any, seed: int, dist: str) -> list[Any]:
     """
     import torch
 
+    if dist in REDRAWN:
+        likes = _all_redrawn(task)
+        if likes is not None:  # nothing of the task's own draw would be kept: it is not made
+            torch.manual_seed(seed)
+            return [_redraw(like, device, dist) for like in likes]
     torch.manual_seed(seed)
     with torch.device(device):
         inputs = validate_inputs(task.get_inputs(), task.path)
@@ -44,22 +49,49 @@ def make_inputs(task: Any, device: Any, seed: int, dist: str) -> list[Any]:
         if isinstance(x, torch.Tensor):
             x = x.to(device)
             if x.is_floating_point() and dist != "task":
-                if dist in ("normal", "signed_uniform", "ties"):
+                if dist in REDRAWN:
                     like = torch.empty_like(x, device="meta")  # empty_like's strides, without the memory
                     del x
-                    x = torch.empty_strided(like.size(), like.stride(), dtype=like.dtype, device=device)
-                    if dist == "normal":
-                        x.normal_()
-                    elif dist == "signed_uniform":
-                        x.uniform_().mul_(2).sub_(1)
-                    else:
-                        x.random_(-4, 5).mul_(0.5)
+                    x = _redraw(like, device, dist)
                 elif dist == "large":
                     x = x * (LARGE_FACTOR / min(1.0, _spread(x)))
                 elif dist == "shifted":
                     x = x + SHIFT_STDS * _spread(x)
         out.append(x)
     return out
+
+
+REDRAWN = ("normal", "signed_uniform", "ties")  # distributions that replace every floating input whole
+
+
+def _redraw(like: Any, device: Any, dist: str) -> Any:
+    """A tensor of `like`'s shape, strides and dtype on `device`, drawn from one of REDRAWN."""
+    import torch
+
+    x = torch.empty_strided(like.size(), like.stride(), dtype=like.dtype, device=device)
+    if dist == "normal":
+        return x.normal_()
+    if dist == "signed_uniform":
+        return x.uniform_().mul_(2).sub_(1)
+    return x.random_(-4, 5).mul_(0.5)
+
+
+def _all_redrawn(task: Any) -> list[Any] | None:
+    """The task's inputs on the meta device (shapes, strides, dtypes, no memory, no numbers) when every one of
+    them is a floating tensor, which a REDRAWN distribution replaces whole: the task's own draw would be made
+    only to be thrown away, a full-size draw per input (4-5 s per GiB on the 2-core VM, single-threaded like
+    every seeded CPU draw; issue 36). None where anything else is among them (integers, scalars, whose values
+    the task's draw decides) or where the task cannot draw on the meta device: then the draw is made."""
+    import torch
+
+    try:
+        with torch.device("meta"):
+            inputs = validate_inputs(task.get_inputs(), task.path)
+    except Exception:
+        return None
+    if all(isinstance(x, torch.Tensor) and x.is_floating_point() and x.device.type == "meta" for x in inputs):
+        return [torch.empty_like(x, device="meta") for x in inputs]
+    return None
 
 
 def _spread(x: Any) -> float:
