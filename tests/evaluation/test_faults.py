@@ -2,7 +2,10 @@
 
 Real worker processes, real C++ compilation (cpp backend). All fault candidates share one small extension
 (same load_inline arguments, so the content-addressed build cache compiles it once per session) and
-choose their fault in Python.
+choose their fault in Python. Its flags are those of the bundled candidates and the cheat catalogue
+(`-O3 -fopenmp`): the precompiled torch header is made once per flag signature, and `-O2`, this file's own,
+cost the run a second one for nothing these tests check (test_honest_candidate_is_accepted, which pays for
+the extension: 120 s with it, 37 s without, on the shared 2-core VM under load).
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ torch::Tensor leaky(torch::Tensor x, double slope) {
 }
 void segv() { volatile int* p = nullptr; *p = 1; }
 """
-ext = load_inline(name="htam_fault_ext", cpp_sources=_SRC, functions=["leaky", "segv"], extra_cflags=["-O2"])
+ext = load_inline(name="htam_fault_ext", cpp_sources=_SRC, functions=["leaky", "segv"],
+                 extra_cflags=["-O3", "-fopenmp"])
 
 
 class ModelNew(nn.Module):
