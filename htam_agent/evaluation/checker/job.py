@@ -50,6 +50,9 @@ def run_job(job: dict[str, Any], events: Events, sandbox: SandboxClient | None,
     run.enter("done")
     for name, seconds in run.seconds.items():
         verdict.time_phase(name, seconds)
+    verdict.record(phase_costs={phase: {(k[:-6] + "_mib" if k.endswith("_bytes") else k): (
+        round(v / 2**20, 1) if k.endswith("_bytes") else v) for k, v in cost.items()}
+        for phase, cost in run.costs.items() if cost})
     verdict.record(seed=run.seed)
     return verdict
 

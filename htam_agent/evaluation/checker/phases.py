@@ -473,6 +473,7 @@ def phase_timing(run: Run) -> bool:
     if not run.job.get("timing", True):
         return True
     run.enter("time")
+    run.sb.release_spare(run.left())  # the timed sets are made apart: their re-checks need the room (timed_over)
     run.sb.ask("empty_cache", run.left())
     plan = timing.TimingPlan(**run.job.get("timing_plan", {}))
     taken = _take_timing(run, plan, first=True)
@@ -518,8 +519,10 @@ def timed_over(run: Run) -> None:
     the verdict (the untimed phases after this have no use for them; issue 36)."""
     run.backend.release_flush()
     if run.ref_sandbox is not None:
+        run.account()  # its CPU, before it goes
         run.ref_sandbox.discard()  # alone: `kill` would take the candidate's sandbox with it
         run.ref_sandbox, run.ref_run = None, None
+    run.sb.reuse_inputs = run.job["mode"] == "evaluate"  # the sabotage's inputs refilled by the next variants'
 
 
 def phase_roofline(run: Run) -> bool:
@@ -687,6 +690,10 @@ PHASES: tuple[Callable[[Run], bool], ...] = (
 
 
 def evaluate(run: Run) -> None:
+    """The phases in order. Input buffers of one shape are refilled rather than made again (`SandboxClient.upload`
+    says why that is safe), except while timing, which makes its own and needs the room for its re-checks."""
+    if run.sandbox is not None:
+        run.sb.reuse_inputs = True
     for phase in PHASES:
         if not phase(run):
             break

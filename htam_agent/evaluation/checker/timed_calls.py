@@ -210,6 +210,7 @@ def _read_in_place(run: Run, msg: protocol.Message) -> tuple[Any, list[dict[str,
         dtype, shape, addr, nbytes = protocol.check_addr(desc)
         own = torch.empty(shape, dtype=dtype)
         remote_memory.read_into(pid, addr, nbytes, own.data_ptr())
+        run.sb.counts["outputs_read_bytes"] += nbytes
         return own
 
     try:

@@ -54,6 +54,7 @@ class Verdict(TypedDict, total=False):
     aten_ops: dict[str, list[str]]    # reference, candidate
     wall_clock: dict[str, Any]        # the checker's clock around the timed calls
     phase_seconds: dict[str, float | None]
+    phase_costs: dict[str, dict[str, float]]  # per phase: CPU s of checker and sandboxes, full-size buffers made
     sandbox_stderr_tail: str
     scratch: str                      # the kept scratch folder (keep_scratch)
     leftover_processes: int
@@ -96,7 +97,7 @@ STATUSES = (
 FACT_KEYS = frozenset({
     "size", "device", "phase", "seed", "tier", "builds", "build_seconds", "sandbox", "kernel_launches",
     "aten_ops", "roofline", "wall_clock", "sandbox_stderr_tail", "scratch", "leftover_processes", "no_code",
-    "not_evaluated", "memory_cap",
+    "not_evaluated", "memory_cap", "phase_costs",
 })
 # What the parent adds beside a finalized verdict (`with_envelope`); no builder method writes these.
 ENVELOPE_KEYS = frozenset({"wall_seconds", "checker_stderr_tail", "cached", "candidate_path", "task_id"})
