@@ -9,7 +9,8 @@ descendants (launcher, checker, both sandboxes, build children) and keeps the la
 compiler's processes (the build's memory, 1-2 GiB for a torch extension whatever the task); the footprint is the
 task's inputs + parameters + one output counted on the meta device (`tasks/footprint.py`). The budget of issue 36:
 peak <= 2.5 x footprint + 1 GiB. Printed per case: one JSON line (status, seconds to verdict, peak PSS sum and its
-parts, footprint, budget, and for timed verdicts what a timed request cost beyond the call against the call).
+parts, footprint, budget, for timed verdicts what a timed request cost beyond the call against the call, and the
+phase times and costs: CPU per process, full-size buffers made, refilled, sealed and read).
 
 Sets: `bundled`, each bundled task's cpp candidates at the cpp default size (small); `kb`, KernelBench problems at a
 size that fits a 24 GiB machine (a copy of the file with one size global changed, made under a temporary folder:
@@ -177,6 +178,9 @@ def child(case: dict) -> dict:
         "eager_call_ms": eager.get("median_ms"),
         "eager_beyond_call_ms": (eager.get("wall_clock") or {}).get("beyond_call_ms"),
         "phase_seconds": verdict.get("phase_seconds"),
+        # per phase: CPU s (user, sys) of the checker, the candidate's sandbox and the reference's, and the
+        # full-size buffers made, refilled, sealed and read (MiB)
+        "phase_costs": verdict.get("phase_costs"),
     }
 
 
