@@ -72,8 +72,9 @@ class ModelNew(nn.Module):
 
 
 # The whole model with its ReLUs in the C++ kernel (the Linear layers stay PyTorch's, created in the same order
-# as the reference's so both get the same weights).
-CPP_MLP = CPP_RELU.split("class ModelNew")[0].replace("kb_batch_test_relu", "kb_batch_test_mlp_relu") + '''
+# as the reference's so both get the same weights). It loads the ReLU candidate's extension under the same name:
+# the build cache keys builds by name and arguments, so the batch builds one extension, not two of one source.
+CPP_MLP = CPP_RELU.split("class ModelNew")[0] + '''
 class ModelNew(nn.Module):
     def __init__(self, input_size, layer_sizes, output_size):
         super(ModelNew, self).__init__()
