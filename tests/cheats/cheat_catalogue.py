@@ -118,7 +118,9 @@ CPP_CHEATS: list[Cheat] = [
     # before) is not what its NaN canary looks for, so its cache answers and the output stays right.
     _c("cpp/p08_content_cache_canary.py", "norm_softmax", 8, "timed_output_mismatch", "kernel_not_used",
        "faster_than_roofline"),
-    _c("cpp/p09_deferred_thread.py", "elementwise_leaky_relu", 9, "work_after_return"),
+    # It defers only on an input tensor it has seen: the trials refill one input buffer (issue 36), so a trial
+    # already sees its deferred, unfinished output (values); the timed calls, work_after_return, as before.
+    _c("cpp/p09_deferred_thread.py", "elementwise_leaky_relu", 9, "work_after_return", "values"),
     # Its batch answers a timed call from inputs seen before the perturbation: the re-checked timed output is
     # then stale (seen in a fresh-venv run of the suite), or, when its answers stay right, the speed floor.
     _c("cpp/p09_batched_replay.py", "norm_softmax", 9, "faster_than_roofline", "timed_output_mismatch"),

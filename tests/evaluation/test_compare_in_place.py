@@ -132,3 +132,18 @@ def test_redrawn_distributions_make_no_task_draw_when_every_input_is_replaced() 
     mixed = _CountingTask(with_index=True)
     xs = inp.make_inputs(mixed, CPU, 3, "normal")
     assert mixed.real_draws == 1 and xs[1].dtype == torch.int64
+
+
+def test_an_output_digest_changes_with_any_byte_and_with_the_facts() -> None:
+    from htam_agent.evaluation.checker.timed_calls import output_digest
+
+    facts = [{"tensor": True, "plain": True, "shape": [3, 5], "dtype": "float32"}]
+    x = torch.randn(3, 5)
+    same = output_digest(x.clone(), facts)
+    assert output_digest(x, facts) == same
+    y = x.clone()
+    y.view(torch.int32)[2, 4] ^= 1  # one bit
+    assert output_digest(y, facts) != same
+    assert output_digest(x, [dict(facts[0], plain=False)]) != same
+    assert output_digest(x.reshape(5, 3), facts) != same
+    assert output_digest((x, torch.zeros(2, dtype=torch.bool)), facts) != output_digest((x, torch.ones(2, dtype=torch.bool)), facts)

@@ -5,7 +5,9 @@ An honest OpenMP leaky ReLU of the bundled suite, the cpp backend's default eval
 baseline timed beside it). Before, every upload of inputs was a fresh shared mapping: the calibration, the first
 call, seven compared calls, the op trace, the sabotage and the other init arguments made ten full-size mappings of
 one shape, each page-faulted in by the checker's copy and mapped again by the sandbox's read (a 1 GiB verdict's
-system time). Now a freed buffer of the same shape is filled again, outside the timed phase."""
+system time). Now a freed buffer of the same shape is filled again, outside the timed phase. And a re-checked timed
+output, read again later, was judged against a second reference (the timed set drawn again, its perturbations
+replayed, a forward); unchanged, it is judged by its digest."""
 
 from __future__ import annotations
 
@@ -41,4 +43,6 @@ def test_one_input_buffer_serves_every_untimed_call_and_each_phase_says_what_it_
     for phase in ("verify", "time"):
         assert costs[phase]["checker_user_s"] > 0 and costs[phase]["sandbox_user_s"] + costs[phase].get(
             "sandbox_sys_s", 0) > 0, costs[phase]
+    # a re-checked timed output read again unchanged is judged by its digest, not by a second reference
+    assert total("rechecks_unchanged", ("time",)) >= 2 and total("rechecks_recomputed", ("time",)) == 0, costs
     assert costs["time"].get("reference_user_s", 0) + costs["time"].get("reference_sys_s", 0) > 0, costs["time"]

@@ -63,6 +63,10 @@ def test_a_verdict_holds_at_most_two_and_a_half_footprints(build_root: str) -> N
         sampler.stop_at.set()
         sampler.join()
     assert verdict["status"] == "accepted", verdict.get("reason")
+    costs = verdict["phase_costs"]
+    # The first call's output is poisoned (the first trial repeats its inputs); the trials' 256 MiB outputs are
+    # not (each trial's inputs are its own, and a block that size is a mapping of its own: checker/phases.poison_below)
+    assert costs["first_call"].get("outputs_poisoned_mib") == 256 and "outputs_poisoned_mib" not in costs["verify"]
     # The fixed part: the evaluation's processes with torch loaded and nothing of the task's (measured on a
     # verdict of the same processes at the small size would be the same; 1 GiB is the issue's allowance).
     copies = ((sampler.peak_own_kib - caller_kib) * 1024 - (1 << 30)) / fp.total

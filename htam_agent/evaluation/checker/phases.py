@@ -39,6 +39,8 @@ from .sandbox_client import CandidateFailed, SandboxDied, SandboxTimeout
 from .state import Events, Run
 from .timed_calls import calibrate, free_cached, reference_outputs, time_candidate, time_paired
 
+MMAP_THRESHOLD = 32 << 20  # the sandboxes' glibc mmap threshold (parent/pool.MALLOC_MMAP_THRESHOLD: one value)
+
 #: a harness out-of-memory, in the checker or in a sandbox before candidate code ran: never the candidate's
 HARNESS_OOM = ("the evaluator ran out of memory (the harness, not the candidate: the task may be too large for "
                "this device at this size; try --size small)")
@@ -86,6 +88,20 @@ def forward_failed(v: VerdictBuilder, exc: CandidateFailed, where_label: str) ->
 # Trials
 
 
+def poison_below(run: Run) -> int | None:
+    """The size from which a trial's released outputs are not filled with NaN (None: all of them are).
+
+    The poison shows an output allocated but never written (cheat 1) where the next call could be handed the freed
+    block holding the right numbers. Between trials that cannot happen: every trial draws inputs of its own, so a
+    freed block holds numbers for other inputs, which the comparison turns down as it would NaN; the calls that
+    repeat inputs are poisoned apart (the first call before the first trial, the thorough tier's repeats) or hold
+    the earlier output (the first trial's second call). On the CPU, what is also true: a block from the sandbox's
+    mmap threshold up (`pool.MALLOC_MMAP_THRESHOLD`) is a mapping of its own, given back when freed, so the NaN
+    block is a fresh mapping page-faulted, filled and unmapped that no later allocation sees (1 GiB of each per
+    trial of the 1 GiB ReLU; issue 36). Smaller blocks, and every block on a GPU, are still poisoned."""
+    return None if run.device.type == "cuda" else MMAP_THRESHOLD
+
+
 def run_trials(run: Run, task: Any, ref: Any, slot: str, trials: list[tuple[str, str, int]],
                second_calls: int = 1) -> bool:
     """Correctness trials; True when all ran and passed. Rejecting flags are added to the verdict.
@@ -131,14 +147,14 @@ def run_trials(run: Run, task: Any, ref: Any, slot: str, trials: list[tuple[str,
             info2 = msg.body
             out2, facts2, prob2 = sb.outputs(msg)
             sb.free(ids2, run.left())
-            sb.ask("release", run.left(), ids=["t1", "t2"], poison=run.checks)
+            sb.ask("release", run.left(), ids=["t1", "t2"], poison=run.checks, poison_below=poison_below(run))
             ref_out = reference_outputs(run, ref, pristine, reuse=False)
             del pristine
             res2 = judge.compare(ref_out, out2, facts2, device, prob2)
             del out2
         else:
             del pristine
-            sb.ask("release", run.left(), ids=["t1", "t2"], poison=run.checks)
+            sb.ask("release", run.left(), ids=["t1", "t2"], poison=run.checks, poison_below=poison_below(run))
         res = res1 if not res1.passed else res2
         label = name if res.passed or not res1.passed else f"{name} (second call, after the reference)"
         v.add_trial(correctness.TrialResult(

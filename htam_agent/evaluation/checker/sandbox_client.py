@@ -60,9 +60,11 @@ class CandidateFailed(RuntimeError):
 
 #: what `SandboxClient.counts` counts: input buffers made (a fresh shared mapping each) and their bytes, input
 #: buffers filled again instead, outputs handed back as sealed copies and their bytes, bytes of timed outputs read
-#: where they lie (`timed_calls._read_in_place`)
+#: where they lie (`timed_calls._read_in_place`), and re-checked timed outputs read again unchanged (judged by their
+#: digest) or changed (judged against the reference again: `timed_calls.output_digest`), bytes of released outputs
+#: filled with NaN (as the sandbox reports them: a count, never evidence)
 COUNTS = ("inputs_mapped", "inputs_mapped_bytes", "inputs_refilled", "outputs_sealed", "outputs_sealed_bytes",
-          "outputs_read_bytes")
+          "outputs_read_bytes", "rechecks_unchanged", "rechecks_recomputed", "outputs_poisoned_bytes")
 
 _STARTED = itertools.count()
 SANDBOX_MODULE = "htam_agent.evaluation.sandbox"  # started by name, never imported here
@@ -257,6 +259,8 @@ class SandboxClient:
     def ask(self, op: str, timeout: float, **body: Any) -> dict[str, Any]:
         msg = self.request(op, timeout, **body)
         protocol._close_all(msg.fds)
+        if op == "release" and type(msg.body.get("poisoned_bytes")) is int:  # the sandbox's word: a count only
+            self.counts["outputs_poisoned_bytes"] += msg.body["poisoned_bytes"]
         return msg.body
 
     def _pending(self) -> bool:

@@ -291,7 +291,7 @@ class Sandbox:
         return self._encode_outputs(self.outputs[oid], fds)
 
     def op_release(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        sizes = []
+        sizes, poisoned = [], 0
         for oid in body["ids"]:
             self.held.pop(str(oid), None)
             out = self.outputs.pop(str(oid), None)
@@ -299,12 +299,14 @@ class Sandbox:
             del out
         if body.get("poison", True):
             # Blocks the size of the freed outputs, filled with NaN: an output allocated but never written
-            # shows it (cheat pattern 1).
+            # shows it (cheat pattern 1). `poison_below`: only blocks smaller than that (checker/phases.poison_below)
+            below = body.get("poison_below")
             for n in sizes:
-                if n >= 4:
+                if n >= 4 and not (isinstance(below, int) and n >= below):
                     t = torch.full((n // 4,), float("nan"), dtype=torch.float32, device=self.device)
                     del t
-        return {}
+                    poisoned += n
+        return {"poisoned_bytes": poisoned}
 
     def op_sync(self, body: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         self.backend.synchronize()
