@@ -1,11 +1,11 @@
 """Every way a candidate can fail is a verdict with a reason, and the caller goes on.
 
-Real worker processes, real C++ compilation (cpp backend). All fault candidates share one small extension
-(same load_inline arguments, so the content-addressed build cache compiles it once per session) and
-choose their fault in Python. Its flags are those of the bundled candidates and the cheat catalogue
-(`-O3 -fopenmp`): the precompiled torch header is made once per flag signature, and `-O2`, this file's own,
-cost the run a second one for nothing these tests check (test_honest_candidate_is_accepted, which pays for
-the extension: 120 s with it, 37 s without, on the shared 2-core VM under load).
+Real worker processes, real C++ compilation (cpp backend). Every fault candidate loads the extension of the
+bundled naive LeakyReLU candidate exactly as that candidate builds it (name, source, flags) and chooses its
+fault in Python: the content-addressed build cache compiles it once per session, and the default run builds
+it anyway (test_baseline_record, test_paired_timing, test_gpu_fork, the honest candidates). This file's own
+extension, with -O2, cost the run a build and a second precompiled torch header (made once per flag
+signature) for nothing these tests check.
 """
 
 from __future__ import annotations
@@ -15,33 +15,15 @@ import time
 
 import pytest
 
+from htam_agent.bundled_tasks import CANDIDATES_DIR
 from htam_agent.evaluation.parent.candidate import Candidate
 from htam_agent.evaluation.parent.evaluator import Evaluator
 from htam_agent.evaluation.parent.options import EvalOptions
 
 pytestmark = pytest.mark.slow
 
-EXT = r'''
-import torch
-import torch.nn as nn
-from torch.utils.cpp_extension import load_inline
-
-_SRC = r"""
-#include <torch/extension.h>
-torch::Tensor leaky(torch::Tensor x, double slope) {
-  TORCH_CHECK(x.is_contiguous() && x.scalar_type() == torch::kFloat32, "contiguous float32 expected");
-  auto y = torch::empty_like(x);
-  const float* p = x.data_ptr<float>(); float* q = y.data_ptr<float>();
-  const int64_t n = x.numel(); const float s = (float)slope;
-  for (int64_t i = 0; i < n; ++i) q[i] = p[i] > 0.f ? p[i] : p[i] * s;
-  return y;
-}
-void segv() { volatile int* p = nullptr; *p = 1; }
-"""
-ext = load_inline(name="htam_fault_ext", cpp_sources=_SRC, functions=["leaky", "segv"],
-                 extra_cflags=["-O3", "-fopenmp"])
-
-
+NAIVE = CANDIDATES_DIR / "elementwise_leaky_relu" / "cpp_naive.py"
+EXT = NAIVE.read_text().split("\nclass ModelNew")[0] + '''
 class ModelNew(nn.Module):
     def __init__(self, negative_slope: float = 0.01):
         super().__init__()
@@ -49,8 +31,9 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         FAULT
-        return ext.leaky(x.contiguous(), self.negative_slope)
+        return _ext.leaky_relu_forward(x.contiguous(), float(self.negative_slope))
 '''
+assert "_ext = load_inline(" in EXT and "return out;\n}" in EXT, f"{NAIVE} no longer builds `_ext` as this file expects"
 
 
 def candidate(fault: str, task) -> Candidate:
@@ -79,7 +62,7 @@ def test_wrong_result_is_incorrect_with_location(evaluator, relu_task):
 
 
 def test_segfault_is_a_crash_verdict(evaluator, relu_task):
-    v = evaluator.evaluate(candidate("ext.segv()", relu_task))
+    v = evaluator.evaluate(candidate("__import__('ctypes').string_at(0)", relu_task))  # native code reads address 0
     assert v["status"] == "crashed"
     assert "SIGSEGV" in v["reason"] and "first_call" in v["reason"]
 
@@ -140,7 +123,7 @@ def test_every_evaluation_process_runs_with_fixed_malloc_thresholds(evaluator, r
 
 
 def test_compile_error_carries_compiler_message(evaluator, relu_task):
-    src = EXT.replace("FAULT", "pass").replace("void segv()", "void segv() { undefined_symbol_xyz(); }\nvoid segv2()")
+    src = EXT.replace("FAULT", "pass").replace("return out;\n}", "undefined_symbol_xyz();\n    return out;\n}")
     v = evaluator.evaluate(Candidate(task_path=str(relu_task), source=src))
     assert v["status"] == "compile_error"
     assert v["compiled"] is False
