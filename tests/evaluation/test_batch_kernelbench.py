@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from support.kernelbench_files import RELU, TINY_MLP
 
+from htam_agent.bundled_tasks import CANDIDATES_DIR
 from htam_agent.evaluation.parent.commands import BatchError, _pairs, main
 
 SCALE = '''import torch
@@ -39,41 +40,21 @@ def get_init_inputs():
     return [factor]
 '''
 
-CPP_RELU = '''import torch
-import torch.nn as nn
-from torch.utils.cpp_extension import load_inline
-
-_SRC = r"""
-#include <torch/extension.h>
-torch::Tensor relu_fwd(torch::Tensor x) {
-    TORCH_CHECK(x.is_contiguous() && x.scalar_type() == torch::kFloat32, "contiguous float32");
-    auto out = torch::empty_like(x);
-    const float* s = x.data_ptr<float>();
-    float* d = out.data_ptr<float>();
-    const int64_t n = x.numel();
-    #pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; ++i) d[i] = s[i] > 0.0f ? s[i] : 0.0f;
-    return out;
-}
-"""
-
-_ext = load_inline(name="kb_batch_test_relu", cpp_sources=_SRC, functions=["relu_fwd"],
-                   extra_cflags=["-O3", "-fopenmp"], extra_ldflags=["-fopenmp"])
-
-
+# ReLU as the bundled naive LeakyReLU's extension with slope 0, loaded exactly as that candidate builds it (name,
+# source, flags): the default run builds it before this file (test_baseline_record), so this batch builds nothing.
+CPP_RELU = (CANDIDATES_DIR / "elementwise_leaky_relu" / "cpp_naive.py").read_text().split("\nclass ModelNew")[0] + '''
 class ModelNew(nn.Module):
     def __init__(self):
         super(ModelNew, self).__init__()
 
     def forward(self, x):
-        return _ext.relu_fwd(x.contiguous())
+        return _ext.leaky_relu_forward(x.contiguous(), 0.0)
 '''
-
+assert "_ext = load_inline(" in CPP_RELU, "the bundled naive LeakyReLU no longer builds `_ext` as this file expects"
 
 
 # The whole model with its ReLUs in the C++ kernel (the Linear layers stay PyTorch's, created in the same order
-# as the reference's so both get the same weights). It loads the ReLU candidate's extension under the same name:
-# the build cache keys builds by name and arguments, so the batch builds one extension, not two of one source.
+# as the reference's so both get the same weights), with the ReLU candidate's extension.
 CPP_MLP = CPP_RELU.split("class ModelNew")[0] + '''
 class ModelNew(nn.Module):
     def __init__(self, input_size, layer_sizes, output_size):
@@ -87,7 +68,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         for layer in self.layers[:-1]:
-            x = _ext.relu_fwd(layer(x).contiguous())
+            x = _ext.leaky_relu_forward(layer(x).contiguous(), 0.0)
         return self.layers[-1](x)
 '''
 
