@@ -204,6 +204,7 @@ GPU_CASES = [("level1/19_ReLU.py", "l1_19_relu.py"), ("level1/20_LeakyReLU.py", 
 
 
 def cases(which: str, kb: Path, tmp: Path) -> list[dict]:
+    sys.path.insert(0, str(ROOT))  # as the child does: this checkout, installed or not
     from htam_agent.bundled_tasks import candidate_files, suite_files
 
     out: list[dict] = []
