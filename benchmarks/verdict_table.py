@@ -2,7 +2,7 @@
 evaluated by the real evaluator, one slim record per variant (htam_agent/bench/table.py).
 
     python benchmarks/verdict_table.py KB_DIR --backend cpp --out benchmarks/tables/cpp_kb_small.jsonl \
-        [--levels 1,2] [--rounds 2] [--only REGEX] [--max-problems N] [--work DIR]
+        [--levels 1,2] [--rounds 2] [--only REGEX] [--max-problems N] [--work DIR] [--no-compile-baseline]
 
 KB_DIR is a KernelBench checkout's `KernelBench` folder. Resumable: a killed run continues where it stopped
 (a record is appended and fsynced as soon as its variant is done; a variant with a record of enough timings is
@@ -80,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path("/tmp/htam_verdict_table"),
                     help="where candidate files are written (default /tmp/htam_verdict_table)")
     ap.add_argument("--build-root", default=None, help="build cache folder (default: the evaluator's)")
+    ap.add_argument("--no-compile-baseline", action="store_true",
+                    help="time the first round against eager only: the records have no speedup_compile (a cold "
+                         "torch.compile of each reference costs tens of seconds on a CPU; for trials of the job)")
     args = ap.parse_args(argv)
     if args.rounds < 1 or args.max_rounds < args.rounds:
         ap.error("--rounds must be at least 1 and --max-rounds at least --rounds")
@@ -100,10 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     size = args.size or ("small" if args.backend == "cpp" else "default")
     tbl.add_provenance(args.out, tbl.provenance_entry(
         command="python " + " ".join(shlex.quote(a) for a in sys.argv), size=size, backend=args.backend,
-        notes=f"rounds={args.rounds} max_rounds={args.max_rounds} spread={args.spread}; load average at start "
+        notes=f"rounds={args.rounds} max_rounds={args.max_rounds} spread={args.spread}"
+              + ("; no compile baseline" if args.no_compile_baseline else "") + "; load average at start "
               + " ".join(f"{x:.1f}" for x in os.getloadavg())))
     full = Evaluator(EvalOptions(backend=args.backend, size=args.size, build_root=args.build_root,
-                                 baselines=("eager", "compile")))
+                                 baselines=("eager",) if args.no_compile_baseline else ("eager", "compile")))
     retime = Evaluator(EvalOptions(backend=args.backend, size=args.size, build_root=args.build_root,
                                    tier="bare", trials=1, alt_size=None, baselines=("eager",)))
     t0, n_done, n_problems = time.monotonic(), 0, 0
