@@ -64,7 +64,7 @@ def build_candidate(run: Run, slot: str, ref: Any, init: list[Any]) -> None:
     try:
         run.sb.ask("build", run.left(), slot=slot, init=init_enc, state=state_enc, seed=0)
     finally:
-        run.sb.free(init_ids + state_ids, run.left())
+        run.sb.free(init_ids + state_ids, run.left(), keep=False)  # held beside the next inputs otherwise
 
 
 def finite(values: Any) -> bool:

@@ -400,9 +400,10 @@ class SandboxClient:
         """The checker's views of an uploaded value's buffers, in the value's structure."""
         return protocol.decode_value(encoded, lambda ref: self._maps[str(ref["buffer"])])
 
-    def free(self, ids: list[str], timeout: float) -> None:
-        """Free input buffers; with `reuse_inputs` on the CPU, keep them for the next upload (`upload`)."""
-        if self.reuse_inputs and self.device_type == "cpu":
+    def free(self, ids: list[str], timeout: float, keep: bool = True) -> None:
+        """Free input buffers; with `reuse_inputs` on the CPU, keep them for the next upload (`upload`), unless
+        `keep` is False (a model's weights and init arguments: no call's inputs, never asked for again)."""
+        if keep and self.reuse_inputs and self.device_type == "cpu":
             self._spare += [i for i in ids if i in self._maps]
             return
         self._free_now(ids, timeout)
