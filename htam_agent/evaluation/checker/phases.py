@@ -32,14 +32,13 @@ import torch.utils.flop_counter  # noqa: F401
 
 from ..common import builder, observe, protocol
 from ..common.containment import landlock, memory_cap
+from ..common.malloc import MALLOC_MMAP_THRESHOLD
 from ..common.verdict import VerdictBuilder
 from . import correctness, judge, roofline, static, timing
 from . import inputs as inp
 from .sandbox_client import CandidateFailed, SandboxDied, SandboxTimeout
 from .state import Events, Run
 from .timed_calls import calibrate, free_cached, reference_outputs, time_candidate, time_paired
-
-MMAP_THRESHOLD = 32 << 20  # the sandboxes' glibc mmap threshold (parent/pool.MALLOC_MMAP_THRESHOLD: one value)
 
 #: a harness out-of-memory, in the checker or in a sandbox before candidate code ran: never the candidate's
 HARNESS_OOM = ("the evaluator ran out of memory (the harness, not the candidate: the task may be too large for "
@@ -96,10 +95,10 @@ def poison_below(run: Run) -> int | None:
     freed block holds numbers for other inputs, which the comparison turns down as it would NaN; the calls that
     repeat inputs are poisoned apart (the first call before the first trial, the thorough tier's repeats) or hold
     the earlier output (the first trial's second call). On the CPU, what is also true: a block from the sandbox's
-    mmap threshold up (`pool.MALLOC_MMAP_THRESHOLD`) is a mapping of its own, given back when freed, so the NaN
-    block is a fresh mapping page-faulted, filled and unmapped that no later allocation sees (1 GiB of each per
+    mmap threshold up (`common/malloc.MALLOC_MMAP_THRESHOLD`) is a mapping of its own, given back when freed, so
+    the NaN block is a fresh mapping page-faulted, filled and unmapped that no later allocation sees (1 GiB of each per
     trial of the 1 GiB ReLU; issue 36). Smaller blocks, and every block on a GPU, are still poisoned."""
-    return None if run.device.type == "cuda" else MMAP_THRESHOLD
+    return None if run.device.type == "cuda" else MALLOC_MMAP_THRESHOLD
 
 
 def run_trials(run: Run, task: Any, ref: Any, slot: str, trials: list[tuple[str, str, int]],

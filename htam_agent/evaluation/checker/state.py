@@ -85,7 +85,7 @@ class Run:
         heap.trim()  # what the last phase freed goes back before the next one grows (issue 36)
         now = time.perf_counter()
         self.seconds[self.phase] = round(self.seconds.get(self.phase, 0.0) + now - self._since, 3)
-        self._account()
+        self.account()
         self._since, self.phase = now, name
         limit = self.job.get("compile_timeout_s", 600.0) if name in COMPILE_PHASES else self.job.get(
             "run_timeout_s", 180.0)
@@ -108,13 +108,10 @@ class Run:
         return got
 
     def account(self) -> None:
-        """`_account` now, before a sandbox goes (its CPU cannot be read once it is gone)."""
-        self._account()
-
-    def _account(self) -> None:
-        """Add what the phase now ending cost to `costs[phase]` (the verdict's `phase_costs`): CPU seconds of each
+        """Add what the phase so far cost to `costs[phase]` (the verdict's `phase_costs`): CPU seconds of each
         process and the full-size buffers made, refilled, sealed and read, so that a large verdict's time can be
-        told apart by phase and by kind (issue 36). The reference's sandbox is counted from its first phase on."""
+        told apart by phase and by kind (issue 36). Called at each phase's end, and before a sandbox goes (its CPU cannot
+        be read once it is gone). The reference's sandbox is counted from its first phase on."""
         now = self._measures()
         mine = self.costs.setdefault(self.phase, {})
         for key, value in now.items():

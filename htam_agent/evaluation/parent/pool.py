@@ -14,14 +14,13 @@ import tempfile
 import threading
 from pathlib import Path
 
+from ..common.malloc import MALLOC_MMAP_THRESHOLD, MALLOC_TRIM_THRESHOLD
 from . import launcher_client
 
 _PKG_PARENT = str(Path(__file__).resolve().parents[3])
 _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION)", re.I)
 
 
-MALLOC_MMAP_THRESHOLD = 32 << 20  # glibc's largest: blocks up to 32 MB come from the heap
-MALLOC_TRIM_THRESHOLD = 1 << 30   # freed heap memory stays with the process
 
 
 def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
