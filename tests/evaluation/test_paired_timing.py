@@ -6,6 +6,7 @@ processes (tests/evaluation/sandbox_harness.py), with a plain Python candidate a
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -222,3 +223,73 @@ def test_a_paired_timing_is_re_taken_for_the_ratios_error_not_either_sides_sprea
     judge.flag_unsteady_pair(v, calm, wild)
     flag = next(f for f in v.get("flags") if f["name"] == "timing_unreliable")
     assert "standard error of 5.4%" in flag["reason"] and not flag["rejects"] and not v.rejected
+
+
+def _scripted_checker(jobs: list[dict], pair: bool):
+    """A checker without a process, as the real one builds its verdicts: a paired evaluate job times eager beside
+    the candidate, or (pair=False) warns that it could not; a baseline job times what its `baselines` name."""
+    from htam_agent.evaluation.common.verdict import with_envelope
+
+    def run_job(job: dict, options: EvalOptions) -> dict:
+        job = json.loads(json.dumps(job))
+        jobs.append(job)
+        v = VerdictBuilder(job["task_name"], job["backend"])
+        v.set_compile(compiled=True, seconds=0.1)
+        v.set_correct(True)
+        for note in job.get("notes") or []:
+            v.warn(note)
+        if job["mode"] == "baseline":
+            for name, ms in (("eager", 3.0), ("compile", 4.0)):
+                if name in job["baselines"]:
+                    v.set_timing(name, {"median_ms": ms})
+            v.set_status("accepted", "baseline timings")
+        else:
+            v.set_status("accepted")
+            v.set_timing("candidate", {"median_ms": 1.0})
+            if job["paired_eager"] and pair:
+                v.set_timing("eager", {"median_ms": 2.0, "paired": True})
+            elif job["paired_eager"]:
+                v.warn("the eager baseline could not be timed beside the candidate (a reason); it is measured on "
+                       "its own")
+        return with_envelope(v.finalize_job(job), wall_seconds=1.0)
+    return run_job
+
+
+@pytest.mark.parametrize("baselines", [("eager",), ("eager", "compile")])
+def test_a_paired_evaluation_times_eager_only_beside_the_candidate(tmp_path: Path, monkeypatch, baselines):
+    """Paired (the CPU default), eager is timed beside the candidate and nowhere else: no separate eager
+    baseline job beforehand (it cost ~13 s for a 1 GiB ReLU, for a figure no verdict used); torch.compile,
+    when asked for, still has its job."""
+    from htam_agent.evaluation.parent import evaluator
+    from htam_agent.evaluation.parent.candidate import Candidate
+    from htam_agent.evaluation.parent.evaluator import Evaluator
+
+    jobs: list[dict] = []
+    monkeypatch.setattr(evaluator, "run_job", _scripted_checker(jobs, pair=True))
+    ev = Evaluator(EvalOptions(backend="cpp", baselines=baselines), None, device="dev")
+    v = ev.evaluate(Candidate(task_path=str(TASK), source="class ModelNew: pass\n"), use_store=False)
+    assert [(j["mode"], j["baselines"]) for j in jobs] == (
+        [("evaluate", ["eager"])] if baselines == ("eager",)
+        else [("baseline", ["compile"]), ("evaluate", ["eager", "compile"])])
+    assert v["speedup_vs_eager"] == 2.0 and v["timing"]["eager"]["paired"]
+    assert v["speedup_vs_compile"] == (4.0 if "compile" in baselines else None)
+
+
+def test_a_failed_pairing_is_judged_again_against_an_eager_baseline_measured_then(tmp_path: Path, monkeypatch):
+    """The reference could not be timed beside the candidate: the candidate is judged again, unpaired, against
+    an eager baseline measured then, and the verdict still says why it is unpaired."""
+    from htam_agent.evaluation.parent import evaluator
+    from htam_agent.evaluation.parent.candidate import Candidate
+    from htam_agent.evaluation.parent.evaluator import Evaluator
+
+    jobs: list[dict] = []
+    monkeypatch.setattr(evaluator, "run_job", _scripted_checker(jobs, pair=False))
+    ev = Evaluator(EvalOptions(backend="cpp", baselines=("eager", "compile")), None, device="dev")
+    v = ev.evaluate(Candidate(task_path=str(TASK), source="class ModelNew: pass\n"), use_store=False)
+    assert [(j["mode"], j["baselines"]) for j in jobs] == [
+        ("baseline", ["compile"]), ("evaluate", ["eager", "compile"]),
+        ("baseline", ["eager", "compile"]), ("evaluate", ["eager", "compile"])]
+    assert [j["paired_eager"] for j in jobs if j["mode"] == "evaluate"] == [True, False]
+    assert v["speedup_vs_eager"] == 3.0 and v["speedup_vs_compile"] == 4.0
+    assert not v["timing"]["eager"].get("paired")
+    assert any("could not be timed beside the candidate" in w for w in v["warnings"]), v.get("warnings")

@@ -95,6 +95,8 @@ def _dispatch(run: Run) -> None:
         verdict.record(size=job["size"])
         if job.get("fit_note"):  # the parent ran the task at a size that fits this device (parent/fit.py)
             verdict.warn(str(job["fit_note"])[:400])
+        for note in job.get("notes") or []:  # what an earlier job of this candidate found (parent/evaluator.py)
+            verdict.warn(str(note)[:600])
         if job["mode"] == "baseline":
             baseline(run)
         elif run.tier == "bare":

@@ -431,7 +431,8 @@ def pairs(job: dict[str, Any]) -> bool:
 def reference_run(run: Run) -> Run | None:
     """The reference, loaded in its own sandbox (started with the job, so its imports overlapped the
     candidate's build), for the paired timing; None if the job does not pair, or if that sandbox failed
-    (then the separately measured eager baseline stands, and the verdict says so). Not calibrated: the
+    (then the verdict says so, and the parent judges the candidate again against an eager baseline measured
+    on its own). Not calibrated: the
     paired estimator (`judge.settle_pair`) takes each side's in-process median and compares what the two
     sides' requests took beyond their calls, request by request, so 25 no-op requests would be spent for
     nothing (0.4-0.7 s with their flushes on the 2-core VM)."""
@@ -450,8 +451,8 @@ def reference_run(run: Run) -> Run | None:
     except Exception as exc:  # only the task's reference runs there: any failure is ours, and is not fatal
         why = f"{type(exc).__name__}: {exc}"
     if why:
-        run.verdict.warn(f"the eager baseline could not be timed beside the candidate ({why[:300]}); the one "
-                         "measured on its own stands")
+        run.verdict.warn(f"the eager baseline could not be timed beside the candidate ({why[:300]}); it is "
+                         "measured on its own")
         run.ref_sandbox.discard()  # alone: `kill` would take the candidate's sandbox with it
         run.ref_sandbox = None
         return None
@@ -741,7 +742,7 @@ def _time_slot(run: Run, what: str, slot: str) -> dict[str, Any]:
 
 
 def baseline(run: Run) -> None:
-    """Eager (and torch.compile) timings of the reference. The reference runs in a sandbox of its own (no
+    """Eager and torch.compile timings of the reference (those of the job's `baselines`). The reference runs in a sandbox of its own (no
     candidate is ever loaded there), under exactly the protocol a candidate is timed by: same requests,
     same flush, same hand-over of outputs, same clock of record."""
     v, job = run.verdict, run.job
@@ -750,7 +751,8 @@ def baseline(run: Run) -> None:
                      f"{(v.get('reason') or v.get('compiler_message'))[:300]}")
         return
     run.enter("baseline")
-    v.set_timing("eager", _time_slot(run, "eager PyTorch", "main"))
+    if "eager" in job.get("baselines", ()):
+        v.set_timing("eager", _time_slot(run, "eager PyTorch", "main"))
     run.backend.release_flush()  # not held through torch.compile's compile (the compiled timing makes it again)
     if "compile" in job.get("baselines", ()):
         run.enter("baseline_compile")

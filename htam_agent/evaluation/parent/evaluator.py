@@ -62,7 +62,7 @@ class Evaluator:
             extra["derived_sizes"] = derived
         return candidate_key(cand.source, cand.task_source, size, self.options.backend, self.device, extra)
 
-    def baseline_key(self, cand: Candidate) -> str:
+    def baseline_key(self, cand: Candidate, names: tuple[str, ...] | None = None) -> str:
         size = self.fit(cand).size
         # Keyed by device, not backend: cuda and triton candidates share the GPU's eager/compile timings.
         device_type = "cpu" if is_cpu(self.options.backend) else "gpu"  # "gpu", not "cuda": stored keys
@@ -70,7 +70,8 @@ class Evaluator:
         derived = self.derived_sizes(cand)
         if derived is not None and size != "default":
             extra["derived_sizes"] = derived.get(size)
-        return candidate_key("<baseline>" + ",".join(self.options.baselines), cand.task_source, size,
+        names = self.options.baselines if names is None else names
+        return candidate_key("<baseline>" + ",".join(names), cand.task_source, size,
                              device_type, self.device, extra)
 
     def derived_sizes(self, cand: Candidate) -> dict[str, Any] | None:
@@ -93,34 +94,40 @@ class Evaluator:
         return derived
 
     def _job(self, cand: Candidate, mode: str, identity: dict[str, Any] | None = None,
-             baseline: dict[str, Any] | None = None) -> dict[str, Any]:
+             baseline: dict[str, Any] | None = None, baselines: tuple[str, ...] | None = None,
+             paired: bool | None = None, notes: list[str] | None = None) -> dict[str, Any]:
         """The job for a checker; `identity` (the store's key, kind, device) and `baseline` (the reference's
-        timings) are what the checker needs to finalize the verdict the parent files, speedups included."""
+        timings) are what the checker needs to finalize the verdict the parent files, speedups included.
+        `baselines` (a baseline job's: which to time) and `paired` override the options'; `notes` are warnings
+        the verdict carries."""
         o = self.options
         return {
             "mode": mode, "backend": o.backend, "task_name": cand.name, "task_path": cand.task_path,
             "task_source": cand.task_source, "candidate_source": cand.source,
             "size": self.fit(cand).size, "fit_note": self.fit(cand).note(), "alt_size": o.alt_size,
             "trials": o.trials,
-            "tier": o.tier, "timing": o.timing, "timing_plan": o.timing_plan, "baselines": list(o.baselines),
-            "paired_eager": o.pairs_eager(),
+            "tier": o.tier, "timing": o.timing, "timing_plan": o.timing_plan,
+            "baselines": list(o.baselines if baselines is None else baselines),
+            "paired_eager": o.pairs_eager() if paired is None else paired,
             "threads": o.threads, "device_index": o.device_index, "build_root": self.build_root,
             "fast_build": o.fast_build, "derived_sizes": self.derived_sizes(cand),
-            "identity": identity, "baseline": _baseline_facts(baseline),
+            "identity": identity, "baseline": _baseline_facts(baseline), "notes": list(notes or []),
         }
 
     # -- phases ----------------------------------------------------------------------------------------
     def compile_only(self, cand: Candidate) -> dict[str, Any]:
         return run_job(self._job(cand, "compile"), self.options)
 
-    def baseline(self, cand: Candidate, fresh: bool = False) -> dict[str, Any]:
-        """Eager (and torch.compile) timings of the task's reference, in a sandbox that never saw a candidate.
+    def baseline(self, cand: Candidate, fresh: bool = False, names: tuple[str, ...] | None = None) -> dict[str, Any]:
+        """Eager and torch.compile timings of the task's reference (`names`, the options' baselines unless
+        given), in a sandbox that never saw a candidate.
 
         Measured once per Evaluator. A GPU's baseline is also kept in the store and replayed (a GPU host's
         timings are steady); a CPU's is neither: a shared CPU's load changes from run to run, and an eager time measured slow but
         steady under load, replayed for ever, made every later speedup on that task wrong (a 7.99x seen on
         norm_rmsnorm that a fresh baseline put at 1.20x)."""
-        key = self.baseline_key(cand)
+        names = self.options.baselines if names is None else names
+        key = self.baseline_key(cand, names)
         store = None if is_cpu(self.options.backend) else self.store
         if not fresh:
             if key in self._baselines:
@@ -128,7 +135,8 @@ class Evaluator:
             if store is not None and (hit := store.get(key)) is not None:
                 self._baselines[key] = hit
                 return hit
-        verdict = run_job(self._job(cand, "baseline", identity={"key": key, "kind": "baseline"}), self.options)
+        verdict = run_job(self._job(cand, "baseline", identity={"key": key, "kind": "baseline"}, baselines=names),
+                          self.options)
         if verdict["status"] == "accepted":
             self._baselines[key] = verdict
             if store is not None and storable(verdict):  # an unreliable one is measured again next run
@@ -139,11 +147,19 @@ class Evaluator:
         key = self.key(cand)
         if use_store and self.store is not None and (hit := self.store.get(key)) is not None:
             return with_envelope(hit, cached=True)
-        base = None
-        if self.options.timing and self.options.baselines:
-            base = self.baseline(cand)
+        o = self.options
+        separate = o.separate_baselines() if o.timing else ()
+        base = self.baseline(cand, names=separate) if separate else None
         identity = {"key": key, "kind": "candidate", "device_name": self.device}
-        verdict = run_job(self._job(cand, "evaluate", identity=identity, baseline=base), self.options)
+        verdict = run_job(self._job(cand, "evaluate", identity=identity, baseline=base), o)
+        if o.pairs_eager() and _unpaired(verdict):
+            # The reference could not be timed beside the candidate (its own sandbox failed): judged again
+            # against the eager baseline measured on its own, as an unpaired verdict is. Rare; the checker
+            # stays the one writer of the verdict.
+            notes = [w for w in verdict.get("warnings") or [] if "timed beside the candidate" in w]
+            base = self.baseline(cand)
+            verdict = run_job(self._job(cand, "evaluate", identity=identity, baseline=base, paired=False,
+                                        notes=notes), o)
         if self.store is not None and storable(verdict):
             self.store.put(key, verdict)
         return verdict
@@ -209,6 +225,12 @@ def storable(verdict: dict[str, Any]) -> bool:
     if verdict.get("status") == "compile_error" and environment_failure(str(verdict.get("compiler_message", ""))):
         return False
     return not any(f.get("name") == "timing_unreliable" for f in verdict.get("flags", []))
+
+
+def _unpaired(verdict: dict[str, Any]) -> bool:
+    """A timed verdict of a paired job that has no eager figure: the pairing failed (the checker warned)."""
+    timing = verdict.get("timing") or {}
+    return bool((timing.get("candidate") or {}).get("median_ms")) and not (timing.get("eager") or {}).get("median_ms")
 
 
 def _baseline_facts(base: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -66,6 +66,13 @@ class EvalOptions:
         on = is_cpu(self.backend) if self.paired_eager is None else self.paired_eager
         return bool(on and self.timing and "eager" in self.baselines)
 
+    def separate_baselines(self) -> tuple[str, ...]:
+        """The baselines measured in a job of their own before a candidate's: all of them, less eager when it is
+        timed beside each candidate (the paired figure is the one of record; the separate one is measured only
+        when pairing fails, `Evaluator.evaluate`). On the 2-core VM the separate eager timing of a 1 GiB ReLU cost
+        ~13 s for a figure no verdict used."""
+        return tuple(b for b in self.baselines if not (b == "eager" and self.pairs_eager()))
+
     def key_fields(self) -> dict[str, Any]:
         """Fields that decide the verdict (timeouts and paths do not)."""
         fields_ = {"alt_size": self.alt_size, "trials": self.trials, "timing": self.timing, "tier": self.tier,
