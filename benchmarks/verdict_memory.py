@@ -132,10 +132,6 @@ def child(case: dict) -> dict:
     from htam_agent.evaluation.parent.candidate import Candidate
     from htam_agent.evaluation.parent.evaluator import Evaluator
     from htam_agent.evaluation.parent.options import EvalOptions
-    from htam_agent.evaluation.tasks import load_task_source
-    from htam_agent.evaluation.tasks.footprint import measure
-
-    task_source = Path(case["task"]).read_text()
     gpu = case.get("backend", "cpp") == "cuda"
     opts = EvalOptions(backend=case.get("backend", "cpp"), size=case.get("size"), build_root=case["build_root"],
                        fit=not case.get("no_fit", False))
@@ -146,9 +142,11 @@ def child(case: dict) -> dict:
 
         source = launcher_marker.expand(source, case["candidate"])
     cand = Candidate(task_path=case["task"], source=source)
-    size = opts.resolve_size(task_source, case["task"])
-    fp = measure(load_task_source(task_source, case["task"], size=size, check_inputs=False,
-                                  derived=ev.derived_sizes(cand)))
+    # the parent's own facts (found in a process of their own: this one, as `htam eval`'s, holds no torch)
+    size = ev.fit(cand).size
+    footprint = ev.facts(cand).footprint_bytes.get(size)
+    if footprint is None:
+        raise SystemExit(f"{case['task']}: no footprint at size {size!r} (does the task load?)")
     idle = sum(pss_kib(p) for p in tree(os.getpid()))
     idle_gpu = gpu_used_mib() if gpu else 0
     sampler = Sampler(os.getpid(), period=0.1 if gpu else 0.05, gpu=gpu)
@@ -161,17 +159,17 @@ def child(case: dict) -> dict:
     timing = (verdict.get("timing") or {}).get("candidate") or {}
     wc = verdict.get("wall_clock") or {}
     eager = (verdict.get("timing") or {}).get("eager") or {}
-    budget = 2.5 * fp.total + GiB
+    budget = 2.5 * footprint + GiB
     peak = (sampler.peak_gpu_mib - idle_gpu) << 20 if gpu else sampler.peak_own_kib * 1024
     return {
         "case": case["name"], "size": verdict.get("size", size), "status": verdict.get("status"),
         "reason": str(verdict.get("reason"))[:200], "verdict_s": round(wall, 1),
-        "backend": opts.backend, "footprint_GiB": round(fp.total / GiB, 3),
+        "backend": opts.backend, "footprint_GiB": round(footprint / GiB, 3),
         "peak_pss_GiB": round(sampler.peak_own_kib * 1024 / GiB, 3),
         "peak_device_GiB": round(peak / GiB, 3) if gpu else None,
         "peak_with_build_GiB": round(sampler.peak_kib * 1024 / GiB, 3),
         "idle_pss_GiB": round(idle * 1024 / GiB, 3), "budget_GiB": round(budget / GiB, 3),
-        "peak_over_footprint": round(peak / max(fp.total, 1), 2),
+        "peak_over_footprint": round(peak / max(footprint, 1), 2),
         "within_budget": peak <= budget, "samples": sampler.samples,
         "peak_parts_MiB": {k: v // 1024 for k, v in sorted(sampler.peak_parts.items(), key=lambda kv: -kv[1])},
         "call_ms": timing.get("median_ms"), "beyond_call_ms": wc.get("beyond_call_ms"),

@@ -18,6 +18,7 @@ from .fit import Fit, choose
 from .job import run_job
 from .options import EvalOptions
 from .store import VerdictStore, candidate_key, device_name
+from .task_facts import TaskFacts, task_facts
 
 
 class Evaluator:
@@ -30,28 +31,27 @@ class Evaluator:
         self.device = device or device_name(self.options.backend)
         self.build_root = self.options.build_root or str(paths.build_dir())
         self._baselines: dict[str, dict[str, Any]] = {}
-        self._derived: dict[str, tuple[str, dict[str, Any] | None]] = {}
+        self._facts: dict[str, tuple[str, TaskFacts]] = {}
         self._fits: dict[tuple[str, str], Fit] = {}
 
     # -- keys ------------------------------------------------------------------------------------------
+    def facts(self, cand: Candidate) -> TaskFacts:
+        """The task file's sizes, derived overrides and footprints (parent/task_facts.py), found once per content:
+        in a process of their own unless torch is loaded here already."""
+        cached = self._facts.get(cand.task_path)
+        if cached is None or cached[0] != cand.task_source:
+            cached = (cand.task_source, task_facts(cand.task_source, cand.task_path))
+            self._facts[cand.task_path] = cached
+        return cached[1]
+
     def fit(self, cand: Candidate) -> Fit:
         """The size this task runs at on this device (parent/fit.py), decided once per task and evaluator."""
-        asked = self.options.resolve_size(cand.task_source, cand.task_path)
+        facts = self.facts(cand)
+        asked = self.options.resolve_size(cand.task_source, cand.task_path, has=facts.has)
         key = (cand.task_path, cand.task_source)
         if key not in self._fits:
-            if not self.options.fit:
-                self._fits[key] = Fit(asked, asked, None, None)
-            else:
-                from ..tasks import load_task_source
-
-                derived = self.derived_sizes(cand)
-                try:
-                    sizes = load_task_source(cand.task_source, cand.task_path, check_inputs=False,
-                                             derived=derived).sizes
-                except Exception:  # the checker reports the task's own error
-                    sizes = (asked,)
-                self._fits[key] = choose(cand.task_source, cand.task_path, asked, self.options.backend, derived,
-                                         sizes, self.options.device_index)
+            self._fits[key] = (choose(asked, self.options.backend, facts, self.options.device_index)
+                               if self.options.fit else Fit(asked, asked, None, None))
         return self._fits[key]
 
     def key(self, cand: Candidate) -> str:
@@ -78,20 +78,7 @@ class Evaluator:
         """The small/alt sizes derived for a task file without SMALL_SIZES / ALT_SIZES (KernelBench's files),
         made here once (cached per content) and sent in the job, so that no process near candidate code
         derives sizes or reads their cache; None when the file defines both dicts."""
-        cached = self._derived.get(cand.task_path)
-        return cached[1] if cached and cached[0] == cand.task_source else self._derive(cand)
-
-    def _derive(self, cand: Candidate) -> dict[str, Any] | None:
-        from ..tasks import sizes
-
-        derived: dict[str, Any] | None = None
-        if not {"small", "alt"} <= sizes.explicit_dicts(cand.task_source, cand.task_path):
-            try:
-                derived = sizes.derived_overrides(cand.task_source, cand.task_path)
-            except Exception:  # a file the deriver cannot read: the checker reports the task's own error
-                derived = None
-        self._derived[cand.task_path] = (cand.task_source, derived)
-        return derived
+        return self.facts(cand).derived
 
     def _job(self, cand: Candidate, mode: str, identity: dict[str, Any] | None = None,
              baseline: dict[str, Any] | None = None, baselines: tuple[str, ...] | None = None,

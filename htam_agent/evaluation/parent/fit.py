@@ -16,6 +16,7 @@ from typing import Any
 from htam_agent.backend_registry import is_cpu
 
 from ..common import gpu
+from .task_facts import TaskFacts
 
 MEMORY_FACTOR = 2.5
 PROCESSES_BYTES = 1 << 30
@@ -61,28 +62,20 @@ def free_bytes(backend: str, device_index: int = 0) -> int | None:
     return gpu.free_bytes(device_index)
 
 
-def need_bytes(task_source: str, task_path: str, size: str, derived: dict[str, Any] | None) -> int | None:
-    from ..tasks import load_task_source
-    from ..tasks.footprint import try_measure
-
-    try:
-        task = load_task_source(task_source, task_path, size=size, check_inputs=False, derived=derived)
-    except Exception:
-        return None
-    fp = try_measure(task)
-    return None if fp is None else int(MEMORY_FACTOR * fp.total) + PROCESSES_BYTES
+def need_bytes(footprint_bytes: int | None) -> int | None:
+    """What a verdict may hold for a task of this footprint (None: unknown)."""
+    return None if footprint_bytes is None else int(MEMORY_FACTOR * footprint_bytes) + PROCESSES_BYTES
 
 
-def choose(task_source: str, task_path: str, asked: str, backend: str, derived: dict[str, Any] | None,
-           sizes: tuple[str, ...], device_index: int = 0) -> Fit:
+def choose(asked: str, backend: str, facts: TaskFacts, device_index: int = 0) -> Fit:
     """The size to run: `asked` when it fits (or cannot be measured), else the largest smaller size that fits."""
     free = free_bytes(backend, device_index)
-    need = need_bytes(task_source, task_path, asked, derived)
+    need = need_bytes(facts.footprint_bytes.get(asked))
     if free is None or need is None or need <= free or asked not in ORDER:
         return Fit(asked, asked, need, free)
     for size in ORDER[ORDER.index(asked) + 1:]:
-        if size in sizes:
-            smaller = need_bytes(task_source, task_path, size, derived)
+        if size in (facts.sizes or (asked,)):
+            smaller = need_bytes(facts.footprint_bytes.get(size))
             if smaller is not None and smaller <= free:
                 return Fit(asked, size, need, free)
     return Fit(asked, asked, need, free)

@@ -10,7 +10,7 @@ here, and the defaults that `EvalOptions` has are read from it.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -81,17 +81,20 @@ class EvalOptions:
             fields_["paired_eager"] = True
         return fields_
 
-    def resolve_size(self, task_source: str, task_path: str = "<task>") -> str:
+    def resolve_size(self, task_source: str, task_path: str = "<task>",
+                     has: Callable[[str], bool] | None = None) -> str:
         """The size to evaluate at: the one asked for; else the backend's default size ('small' on the CPU)
         when the task has one (its SMALL_SIZES, or one derived from its size globals: KernelBench files carry
-        no dicts)."""
+        no dicts). `has` answers that from facts already found (the evaluator's); else the task is read here."""
         if self.size:
             return self.size
         want = spec(self.backend).default_size
         if want != "default":
-            from ..tasks import has_size
+            if has is None:
+                from ..tasks import has_size
 
-            if has_size(task_source, want, task_path):
+                return want if has_size(task_source, want, task_path) else "default"
+            if has(want):
                 return want
         return "default"
 
