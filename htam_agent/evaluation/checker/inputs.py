@@ -11,6 +11,8 @@ import secrets
 from typing import Any
 
 from ..tasks import validate_inputs
+from . import draws
+from .draws import parallel_task_draws
 
 SHIFT_STDS = 16.0  # the shifted trial adds 16 standard deviations: E[x^2] - E[x]^2 in fp32 breaks, two passes do not
 # The large-magnitude trial scales the task's inputs by 64, and more when their spread is below 1, to a standard
@@ -39,7 +41,7 @@ def make_inputs(task: Any, device: Any, seed: int, dist: str) -> list[Any]:
             torch.manual_seed(seed)
             return [_redraw(like, device, dist) for like in likes]
     torch.manual_seed(seed)
-    with torch.device(device):
+    with torch.device(device), parallel_task_draws():
         inputs = validate_inputs(task.get_inputs(), task.path)
     out = []
     for k in range(len(inputs)):
@@ -69,11 +71,19 @@ def _redraw(like: Any, device: Any, dist: str) -> Any:
     import torch
 
     x = torch.empty_strided(like.size(), like.stride(), dtype=like.dtype, device=device)
-    if dist == "normal":
+    if draws.large(x.numel() * x.element_size(), x.device):  # on every core (checker/draws.py)
+        base = int(torch.randint(0, 1 << 62, (1,)))
+        kind = {"normal": "normal", "signed_uniform": "uniform"}.get(dist, "ties")
+        x = draws.fill(x, kind, base)
+    elif dist == "normal":
         return x.normal_()
+    elif dist == "signed_uniform":
+        x.uniform_()
+    else:
+        x.random_(-4, 5)
     if dist == "signed_uniform":
-        return x.uniform_().mul_(2).sub_(1)
-    return x.random_(-4, 5).mul_(0.5)
+        return x.mul_(2).sub_(1)
+    return x if dist == "normal" else x.mul_(0.5)
 
 
 def _all_redrawn(task: Any) -> list[Any] | None:
