@@ -111,15 +111,7 @@ def serve(control: socket.socket) -> None:
     from ..checker import __main__ as checker_main  # noqa: F401  (what every fork runs)
     from ..checker import job  # noqa: F401  (imports torch and everything a checker's job uses)
 
-    # Where a GPU is visible, a checker asked for while the launcher was importing is forked before the warm-up
-    # (the warm-up then runs beside it): measured on an H100 host, the launcher's start is torch 4.4-5.5 s, the
-    # checker's modules 0.4-0.6 s, dynamo and inductor 4.2-5.8 s, and a one-shot `eval` waited for all of it
-    # (its roofline comes from the stored baseline: it never needs dynamo). On the CPU the warm-up stays first:
-    # there a warm-up beside a verdict would share the two cores with its timing.
-    pending_warm = True
-    if not gpu.visible():
-        _warm()
-        pending_warm = False
+    _warm()
     freeze_heap()
     wake = os.pipe()
     for fd in wake:
@@ -128,12 +120,7 @@ def serve(control: socket.socket) -> None:
     signal.set_wakeup_fd(wake[1])
     waiting: dict[int, int] = {}  # checker pid -> the write end of its status pipe
     while True:
-        ready, _, _ = select.select([control, wake[0]], [], [], 0 if pending_warm else None)
-        if pending_warm and control not in ready:  # nothing asked for now: the moment for the warm-up
-            _warm()
-            freeze_heap()
-            pending_warm = False
-            continue
+        ready, _, _ = select.select([control, wake[0]], [], [])
         if wake[0] in ready:
             while True:
                 try:
@@ -159,8 +146,6 @@ def serve(control: socket.socket) -> None:
             protocol._close_all(msg.fds)
             protocol.send(control, {"error": f"not forking: {blocker}", "cuda_initialised": blocker})
             continue
-        if pending_warm:
-            freeze_heap()  # what the launcher made since its last freeze
         pid = process_tree.fork_child(functools.partial(_child, msg.body, msg.fds, control, wake))
         *theirs, status = msg.fds
         protocol._close_all(theirs)
