@@ -29,8 +29,8 @@ def test_facts_from_their_own_process_are_the_parents(tmp_path: Path, which: str
         path = tmp_path / "19_ReLU.py"
         source = PRINTS + RELU
         path.write_text(source)
-    own = task_facts(source, str(path), in_process=False)
-    here = task_facts(source, str(path), in_process=True)
+    own = task_facts(source, str(path), in_process=False, use_cache=False)
+    here = task_facts(source, str(path), in_process=True, use_cache=False)
     assert own == here
     assert own.sizes == ("default", "small", "alt") and own.has("small") and own.has("alt")
     assert own.footprint_bytes["default"] > own.footprint_bytes["small"] > 0
@@ -46,8 +46,8 @@ def test_a_task_file_that_does_not_load_gives_empty_facts_not_an_exception(tmp_p
     path = tmp_path / "broken.py"
     source = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x)\n        return x\n"
     path.write_text(source)
-    facts = task_facts(source, str(path), in_process=False)
-    assert facts == task_facts(source, str(path), in_process=True)
+    facts = task_facts(source, str(path), in_process=False, use_cache=False)
+    assert facts == task_facts(source, str(path), in_process=True, use_cache=False)
     assert facts.sizes is None and not facts.has("small") and facts.has("default")
     assert facts.footprint_bytes == {"default": None}
 
@@ -83,3 +83,29 @@ def test_facts_round_trip_as_json():
            "footprint_bytes": {"default": 8, "small": None}}
     assert TaskFacts.of(json.loads(json.dumps(raw))) == TaskFacts(None, {"small": True}, ("default", "small"),
                                                                   {"default": 8, "small": None})
+
+
+def test_facts_seen_before_come_from_the_cache_without_a_process(tmp_path: Path, monkeypatch):
+    """An `eval` of a task seen before starts no process and imports no torch for its facts; another content,
+    path or version is another entry."""
+    from htam_agent.evaluation.parent import task_facts as module
+
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "cache"))
+    source = BUNDLED.read_text()
+    first = task_facts(source, str(BUNDLED), in_process=False)
+    assert len(list((tmp_path / "cache" / "task_facts").glob("*.json"))) == 1
+
+    def no_process(*a, **k):
+        raise AssertionError("the facts were found again")
+
+    monkeypatch.setattr(module.subprocess, "run", no_process)
+    assert task_facts(source, str(BUNDLED), in_process=False) == first
+    with pytest.raises(AssertionError, match="found again"):
+        task_facts(source + "\n# another content\n", str(BUNDLED), in_process=False)
+    monkeypatch.setattr(module, "FACTS_VERSION", module.FACTS_VERSION + 1)
+    with pytest.raises(AssertionError, match="found again"):
+        task_facts(source, str(BUNDLED), in_process=False)
+    (tmp_path / "blocked").mkdir()
+    (tmp_path / "blocked" / "task_facts").write_text("a file where the cache's folder would be")
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "blocked"))  # no cache to write: the facts still come
+    assert task_facts(source, str(BUNDLED), in_process=True).sizes == first.sizes
