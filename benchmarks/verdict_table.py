@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spread", type=float, default=1.10,
                     help="the widest max/min of a variant's ratios taken as known (1.10: about +-5%%)")
     ap.add_argument("--only", help="regex over 'levelN/stem': only these problems")
-    ap.add_argument("--max-problems", type=int, default=0, help="stop after this many problems (0: all)")
+    ap.add_argument("--max-problems", type=int, default=0, help="stop after measuring this many problems in this run (finished ones are not counted; 0: all)")
     ap.add_argument("--max-variants", type=int, default=0,
                     help="only the first N curated variants of each problem (0: all; for trials of the job)")
     ap.add_argument("--retime-wide", action="store_true",
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                 cands = cands[:args.max_variants]
         except UnsupportedTask:
             continue
-        n_problems += 1
+
         def finished(vid: str, code: str) -> bool:
             rec = done.get((problem, args.backend, vid))  # noqa: B023 - used within this iteration
             if rec is None or rec.code_sha != tbl.code_sha(code):  # not measured, or the coder writes other code
@@ -136,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         todo = [(v, k, c) for v, k, c in cands if not finished(v, c)]
         if not todo:
             continue
+        n_problems += 1  # problems measured in this run: the finished ones do not count
         op_class = pattern.op_class  # coder.opclass's, as the analyze node classifies it
         folder = args.work / f"level{lv}_{path.stem}"
         folder.mkdir(parents=True, exist_ok=True)

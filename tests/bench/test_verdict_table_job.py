@@ -83,3 +83,10 @@ def test_the_job_writes_resumes_and_notices_a_changed_coder(tmp_path: Path, buil
     assert job.main(argv) == 0
     assert "1 variants evaluated" in capsys.readouterr().out
     assert load_table(out).get("level1/1_relu_scale", stale["variant"]).code_sha != "0" * 16
+
+    # --max-problems counts the problems this run measures: a finished one does not use up the allowance
+    (kb / "level1" / "2_relu_scale_again.py").write_text(TASK.replace("* 2.0", "* 3.0"))
+    capsys.readouterr()
+    assert job.main([*argv, "--max-problems", "1", "--max-variants", "1"]) == 0
+    assert "1 variants evaluated" in capsys.readouterr().out
+    assert len(load_table(out).variants("level1/2_relu_scale_again")) == 1
