@@ -18,6 +18,7 @@ BUNDLED = ROOT / "htam_agent/bundled_tasks/suite/elementwise_leaky_relu.py"
 PRINTS = 'print("hello from the task file")\n'
 
 
+@pytest.mark.slow  # a process of its own per call: a torch import each
 @pytest.mark.parametrize("which", ["bundled", "kernelbench_style"])
 def test_facts_from_their_own_process_are_the_parents(tmp_path: Path, which: str, monkeypatch):
     """Bundled (explicit dicts) and KernelBench's style (sizes derived from its globals, and a print at import
@@ -42,6 +43,7 @@ def test_facts_from_their_own_process_are_the_parents(tmp_path: Path, which: str
         assert own.footprint_bytes["default"] == 2 * 4 * 4096 * 393216
 
 
+@pytest.mark.slow
 def test_a_task_file_that_does_not_load_gives_empty_facts_not_an_exception(tmp_path: Path):
     path = tmp_path / "broken.py"
     source = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x)\n        return x\n"
@@ -52,6 +54,7 @@ def test_a_task_file_that_does_not_load_gives_empty_facts_not_an_exception(tmp_p
     assert facts.footprint_bytes == {"default": None}
 
 
+@pytest.mark.slow
 def test_the_evaluators_parent_decides_size_and_key_without_importing_torch(tmp_path: Path):
     """The parent of a verdict holds no torch of its own (~250 MB PSS measured with it): the size, the fit and
     the store's key come from the facts' own process."""
@@ -92,7 +95,7 @@ def test_facts_seen_before_come_from_the_cache_without_a_process(tmp_path: Path,
 
     monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "cache"))
     source = BUNDLED.read_text()
-    first = task_facts(source, str(BUNDLED), in_process=False)
+    first = task_facts(source, str(BUNDLED), in_process=True)  # found here, and kept
     assert len(list((tmp_path / "cache" / "task_facts").glob("*.json"))) == 1
 
     def no_process(*a, **k):
