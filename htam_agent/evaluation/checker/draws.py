@@ -54,6 +54,13 @@ def fill(x: Any, dist: str, base_seed: int) -> Any:
     return x
 
 
+def fill_seeded(x: Any, dist: str) -> Any:
+    """`fill`, seeded from torch's default generator (so a seed set before the draw decides its numbers)."""
+    import torch
+
+    return fill(x, dist, int(torch.randint(0, 1 << 62, (1,))))
+
+
 def large(x_bytes: int, device: Any) -> bool:
     return x_bytes >= PARALLEL_BYTES and str(device).startswith("cpu")
 
@@ -78,12 +85,11 @@ def parallel_task_draws() -> Iterator[None]:
             if not (x.is_floating_point() and large(x.numel() * x.element_size(), x.device)):
                 del x
                 return func(*args, **kwargs)
-            base = int(torch.randint(0, 1 << 62, (1,)))  # from the default generator: the task's seeding holds
-            fill(x, dist, base)
+            fill_seeded(x, dist)  # from the default generator: the task's seeding holds
             return x.requires_grad_(bool(kwargs.get("requires_grad")))
 
     with Mode():
         yield
 
 
-__all__ = ["PARALLEL_BYTES", "fill", "large", "parallel_task_draws"]
+__all__ = ["PARALLEL_BYTES", "fill", "fill_seeded", "large", "parallel_task_draws"]

@@ -71,13 +71,12 @@ def _redraw(like: Any, device: Any, dist: str) -> Any:
     import torch
 
     x = torch.empty_strided(like.size(), like.stride(), dtype=like.dtype, device=device)
+    kind = {"normal": "normal", "signed_uniform": "uniform"}.get(dist, "ties")
     if draws.large(x.numel() * x.element_size(), x.device):  # on every core (checker/draws.py)
-        base = int(torch.randint(0, 1 << 62, (1,)))
-        kind = {"normal": "normal", "signed_uniform": "uniform"}.get(dist, "ties")
-        x = draws.fill(x, kind, base)
-    elif dist == "normal":
-        return x.normal_()
-    elif dist == "signed_uniform":
+        draws.fill_seeded(x, kind)
+    elif kind == "normal":
+        x.normal_()
+    elif kind == "uniform":
         x.uniform_()
     else:
         x.random_(-4, 5)
