@@ -1,6 +1,6 @@
 """HTAM memory: the Hierarchical Transition Graph, its stores and its selection policy.
 
-Importing this package is cheap: names resolve lazily, and chromadb / sentence-transformers / torch load only when
+Importing this package is cheap: names resolve lazily, and chromadb / torch / the embedding model load only when
 strategies are first retrieved. Typical use by the agent::
 
     from htam_agent.memory import HTAMemory, MemoryState, StateKey, Outcome

@@ -235,6 +235,10 @@ def test_the_protocol_end_to_end_on_a_tiny_table(tmp_path):
     folds = json.loads((tmp_path / "folds.json").read_text())["folds"]
     tested = [p for p, v in folds.items() if v["fold"] in (0, 1)]
     assert len(recs) == 3 * len(tested) and all(r["not_evaluated"] == 0 for r in recs)
+    assert all(r["evaluations"] <= 3 for r in recs), recs  # (these tiny tasks reach their roofline after 2)
+    # budget 3 at K=2 is two steps, the graph cuts the second to one candidate: every method can spend it all
+    ctx = cv._ctx(cv.METHODS["refine"], 3, 2, 0, False, None, tmp_path / "r", "cpp", "small")
+    assert (ctx.steps, ctx.candidates, ctx.max_evaluations) == (2, 2, 3)
     for f in (0, 1):
         marker = json.loads((Path(cfg.out) / "memory" / f"fold{f}" / "htam" / "TRAINED.json").read_text())
         assert marker["events"] > 0 and not set(marker["problems"]) & {p for p, v in folds.items() if v["fold"] == f}
