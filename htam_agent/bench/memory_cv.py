@@ -231,7 +231,7 @@ def _ctx(method: CVMethod, budget: int, k: int, seed: int, learn: bool, memory_d
     sw = dict(method.switches)
     return RunContext(
         backend=backend, coder="exemplar", evaluation="replay", size=None if size == "default" else size,
-        max_repairs=0, steps=max(1, -(-budget // k)), candidates=k, max_evaluations=budget, seed=seed,
+        max_repairs=0, steps=max(1, math.ceil(budget / k)), candidates=k, max_evaluations=budget, seed=seed,
         learn=learn and sw["memory_mode"] != "none", memory_dir=str(memory_dir) if memory_dir else None,
         runs_dir=str(runs_dir), tags=("memory-cv", f"method:{method.name}"), shipped_memory=False, **sw)
 

@@ -79,7 +79,6 @@ class MiniLMEncoder:
 
     def __init__(self, folder: str | Path, device: str = "cpu") -> None:
         folder = Path(folder)
-        self.folder = folder
         self.device = torch.device(device)
         cfg_path = folder / "config.json"
         cfg = _json(cfg_path)
@@ -177,10 +176,6 @@ class MiniLMEncoder:
                 ln2_w=w(p + "output.LayerNorm.weight", h), ln2_b=w(p + "output.LayerNorm.bias", h),
             ))
 
-    @property
-    def dimension(self) -> int:
-        return self.hidden
-
     def _forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Unit-length sentence vectors (b, hidden) for padded token ids (b, n) and their 0/1 mask (b, n)."""
         b, n = ids.shape
@@ -215,9 +210,10 @@ class MiniLMEncoder:
             return out
         ids = [e.ids for e in self.tokenizer.encode_batch(texts)]
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+        step = max(1, batch_size)
         with torch.inference_mode():
-            for start in range(0, len(order), max(1, batch_size)):
-                chunk = order[start: start + max(1, batch_size)]
+            for start in range(0, len(order), step):
+                chunk = order[start: start + step]
                 width = len(ids[chunk[0]])
                 batch = np.full((len(chunk), width), self.pad_id, dtype=np.int64)
                 mask = np.zeros((len(chunk), width), dtype=np.int64)
