@@ -14,6 +14,7 @@ DIR/results.jsonl, DIR/summary.json, DIR/report.md and DIR/memory_cv.png.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -29,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", default=None, help="a subset of the methods (default: all)")
     ap.add_argument("--only-folds", default=None, help="a subset of folds, e.g. 0 (a smoke run; not the protocol)")
     ap.add_argument("--keep-runs", action="store_true", help="keep every run's artifact folder (large)")
+    ap.add_argument("--apart", default=None, metavar="PREFIX",
+                    help="also report the problems whose id starts with PREFIX on their own (e.g. level2/: the "
+                         "problems added after the last policy change); folds and lanes stay the whole table's")
     args = ap.parse_args(argv)
 
     from htam_agent.bench import memory_cv as cv
@@ -50,6 +54,17 @@ def main(argv: list[str] | None = None) -> int:
              f"{summary['problems']} problems, 5 folds ({cfg.folds_path}), budgets {list(cfg.budgets)}, "
              f"K {list(cfg.ks)}, methods {', '.join(methods)}; {summary['wall_s']} s",
              *cv.report_lines(summary)]
+    if args.apart:
+        from htam_agent.bench.table import load_table
+
+        table = load_table(cfg.table)
+        folds = cv.load_or_draw_folds(table, cfg.folds_path, draw=False)
+        apart = cv.summarize(table, folds, cv.Results(Path(cfg.out)).records(), cfg,
+                             only=lambda p: p.startswith(args.apart))
+        slug = args.apart.strip("/").replace("/", "_") or "apart"
+        (Path(cfg.out) / f"summary.{slug}.json").write_text(json.dumps(apart, indent=1, default=str) + "\n")
+        lines += ["", f"## Apart: the {apart['problems']} problems whose id starts with {args.apart!r}",
+                  "(the same runs: folds and trained lanes are the whole table's)", *cv.report_lines(apart)]
     text = "\n".join(lines) + "\n"
     print(text)
     out = Path(cfg.out)

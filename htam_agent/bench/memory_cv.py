@@ -494,11 +494,16 @@ RATIOS = (("htam", "refine"), ("htam", "flat-memory"), ("htam", "random-directio
           ("htam", ORACLE), ("htam-no-strategies", "htam"), ("htam-no-transitions", "htam"))
 
 
-def summarize(table: Table, folds: Mapping[str, int], records: list[dict[str, Any]], cfg: CVConfig
-              ) -> dict[str, Any]:
-    classes = problem_classes(table)
+def summarize(table: Table, folds: Mapping[str, int], records: list[dict[str, Any]], cfg: CVConfig,
+              only: Callable[[str], bool] | None = None) -> dict[str, Any]:
+    """The figures of every (budget, K): per method, geomeans with bootstrap intervals, fast_1 and classes; the
+    protocol's ratios. ``only`` keeps the problems it accepts (the figure on a subset reported apart, e.g. the
+    problems added after the last policy change: docs/memory_protocol.md); the folds and lanes stay those of the
+    whole table."""
+    classes = {p: c for p, c in problem_classes(table).items() if only is None or only(p)}
+    records = [r for r in records if only is None or only(r["problem"])]
     fallback = _eager_vs_compile(table)
-    tested = {p for p, f in folds.items() if cfg.folds is None or f in cfg.folds}
+    tested = {p for p, f in folds.items() if (cfg.folds is None or f in cfg.folds) and p in classes}
     oracle = {p: v for p, v in oracle_values(table).items() if p in tested}
     oracle_pp = {"eager": {p: v["speedup_eager"] or 1.0 for p, v in oracle.items()},
                  "compile": {p: (v["speedup_compile"] if v["speedup_eager"] else fallback.get(p))

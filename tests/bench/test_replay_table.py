@@ -250,3 +250,12 @@ def test_the_protocol_end_to_end_on_a_tiny_table(tmp_path):
     again = cv.run_cv(cfg)  # resumed: nothing left to run
     assert len(cv.Results(Path(cfg.out)).records()) == len(recs)
     assert again["configs"]["b3-k2"]["methods"]["htam"]["eager"] == conf["methods"]["htam"]["eager"]
+    # a subset reported apart (the problems added after the last policy change): the same runs, only its problems
+    first = sorted(tested)[0]
+    table = load_table(table_path)
+    apart = cv.summarize(table, cv.load_or_draw_folds(table, cfg.folds_path, draw=False), recs, cfg,
+                         only=lambda p: p == first)
+    block = apart["configs"]["b3-k2"]["methods"]
+    assert apart["problems"] == 1 and block["htam"]["eager"]["n"] == 1 and block["oracle"]["eager"]["n"] == 1
+    mine = [r["speedup_eager"] for r in recs if r["problem"] == first and r["method"] == "htam"]
+    assert abs(block["htam"]["eager"]["geomean"] - mine[0]) < 1e-3
