@@ -83,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-compile-baseline", action="store_true",
                     help="time the first round against eager only: the records have no speedup_compile (a cold "
                          "torch.compile of each reference costs tens of seconds on a CPU; for trials of the job)")
+    ap.add_argument("--prune", action="store_true",
+                    help="first drop the records of the selected problems whose variant the coder no longer writes "
+                         "(a knob renamed or removed): no run asks for them, and the oracle must not pick them")
     args = ap.parse_args(argv)
     if args.rounds < 1 or args.max_rounds < args.rounds:
         ap.error("--rounds must be at least 1 and --max-rounds at least --rounds")
@@ -98,6 +101,17 @@ def main(argv: list[str] | None = None) -> int:
     levels = [int(x) for x in args.levels.split(",") if x]
     problems = _problems(args.kb_dir, levels, args.only)
     done: dict[tuple[str, str, str], tbl.VariantRecord] = {}
+    if args.prune and args.out.exists():
+        written: dict[str, set[str]] = {}
+        for lv, path in problems:
+            try:
+                written[f"level{lv}/{path.stem}"] = {v for v, _, _ in variants(recognize(path.read_text(), path.stem),
+                                                                               args.backend)}
+            except UnsupportedTask:
+                continue
+        gone = tbl.prune_records(args.out, lambda r: r.backend == args.backend and r.problem in written
+                                 and r.variant not in written[r.problem])
+        print(f"pruned {gone} record(s) of variants the coder no longer writes from {args.out}", flush=True)
     if args.out.exists():
         done = {r.key: r for r in tbl.load_table(args.out).records}
     size = args.size or ("small" if args.backend == "cpp" else "default")

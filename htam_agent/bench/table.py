@@ -29,7 +29,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -259,6 +259,34 @@ def write_record(path: str | Path, rec: VariantRecord) -> None:
         os.close(fd)
 
 
+def prune_records(path: str | Path, drop: Callable[[VariantRecord], bool]) -> int:
+    """Rewrite the table without the records ``drop`` names (e.g. variants the coder no longer writes: a renamed
+    knob leaves records no run will ask for, and an oracle must not pick them); returns how many went. Under the
+    writers' lock, into a temporary file that replaces the table atomically, so a kill leaves the old table or
+    the new one. A torn last line is dropped with them."""
+    path = Path(path)
+    if path.name.endswith(".gz"):
+        raise TableError(f"{path}: prune the .jsonl the job writes, then compress it (gzip -k)")
+    fd = os.open(path, os.O_RDWR)
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        table = load_table(path)
+        keep = [r for r in table.records if not drop(r)]
+        gone = len(table.records) - len(keep)
+        if gone or table.torn:
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.prune")
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.writelines(r.to_json() + "\n" for r in keep)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        return gone
+    finally:
+        os.close(fd)
+
+
 class Table:
     """The records of one table file, in file order, with the latest record of each key as the lookup."""
 
@@ -438,5 +466,6 @@ def add_provenance(table_path: str | Path, entry: Mapping[str, Any]) -> Path:
 
 
 __all__ = ["STATUSES", "TABLE_FORMAT", "TABLE_VERSION", "Table", "TableError", "VariantRecord", "add_provenance",
-           "load_table", "provenance_entry", "provenance_path", "read_provenance", "record_from_verdict", "code_sha",
+           "load_table", "provenance_entry", "provenance_path", "prune_records", "read_provenance", "record_from_verdict",
+           "code_sha",
            "variant_annotations", "write_record"]

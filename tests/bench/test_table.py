@@ -20,6 +20,7 @@ from htam_agent.bench.table import (
     load_table,
     provenance_entry,
     provenance_path,
+    prune_records,
     read_provenance,
     record_from_verdict,
     variant_annotations,
@@ -116,6 +117,26 @@ def test_roundtrip_latest_wins_and_gzip(tmp_path):
     assert [r.to_json() for r in load_table(gz)] == [r.to_json() for r in table]
     with pytest.raises(TableError, match="gzip"):
         write_record(gz, recs[0])
+
+
+def test_prune_drops_named_records_atomically_and_keeps_the_rest(tmp_path):
+    """Variants the coder no longer writes (a knob renamed) leave the table; the rest, re-timings included, stay
+    in file order, and a torn last line goes with them."""
+    recs = _records()
+    path = tmp_path / "t.jsonl"
+    for rec in recs:
+        write_record(path, rec)
+    again = VariantRecord(**{**recs[2].__dict__, "speedup_eager": 7.0})
+    write_record(path, again)
+    with open(path, "ab") as fh:
+        fh.write(recs[1].to_json().encode()[:40])  # a killed writer's fragment
+    stale = {recs[0].variant, recs[1].variant}
+    assert prune_records(path, lambda r: r.variant in stale) == 2
+    table = load_table(path)
+    assert table.torn == 0 and [r.variant for r in table.records] == [r.variant for r in recs[2:]] + [again.variant]
+    assert table.get(TASK, recs[2].variant) == again and table.get(TASK, recs[0].variant) is None
+    assert prune_records(path, lambda r: False) == 0 and load_table(path).records == table.records
+    assert not list(tmp_path.glob(".*prune"))
 
 
 def test_a_killed_writer_loses_only_its_line(tmp_path):

@@ -90,3 +90,16 @@ def test_the_job_writes_resumes_and_notices_a_changed_coder(tmp_path: Path, buil
     assert job.main([*argv, "--max-problems", "1", "--max-variants", "1"]) == 0
     assert "1 variants evaluated" in capsys.readouterr().out
     assert len(load_table(out).variants("level1/2_relu_scale_again")) == 1
+
+    # --prune drops a record of a variant the coder no longer writes (here: one renamed by hand) and nothing else
+    lines = out.read_text().splitlines()
+    renamed = json.loads(lines[0])
+    renamed["variant"] = "a-knob-that-is-gone"
+    out.write_text("\n".join(lines + [json.dumps(renamed)]) + "\n")
+    mine = lambda t: [r for r in t.records if r.problem == "level1/1_relu_scale"]  # noqa: E731
+    before = len(mine(load_table(out)))
+    capsys.readouterr()
+    assert job.main([*argv, "--prune"]) == 0
+    assert "pruned 1 record(s)" in capsys.readouterr().out
+    after = load_table(out)
+    assert len(mine(after)) == before - 1 and after.get("level1/1_relu_scale", "a-knob-that-is-gone") is None
