@@ -29,6 +29,8 @@ def space(pattern: Pattern, backend: str) -> dict[str, tuple[Any, ...]]:
         s = {"block": (1024, 2048, 4096), "warps": (4, 8), "cache": (False, True)}
     else:
         s = {"vec": (1, 8), **cpp_launch.launch_space(), "march": ("generic", "native")}
+        if pattern.row_op not in _REDUCE:  # a row written once: non-temporal stores skip the read-for-ownership
+            s["stores"] = ("cached", "stream")
     if pattern.row_op in _PASSES:
         s["passes"] = ("two_pass", "online")
     if backend != "cpp" and (pattern.row_op in ("softmax", "log_softmax") or (pattern.chain and pattern.chain.steps)):
@@ -60,6 +62,7 @@ def moves(backend: str) -> dict[str, Knobs]:
         "fr_elementwise_chain_fusion": {"bias": "epilogue"},
         "ma_vectorized_loads": {"vec": wide},
         "ma_avoid_redundant_loads": {"cache": True},
+        "ma_streaming_stores": {"stores": "stream"},
         "it_multiple_accumulators": {"vec": wide},
         "oc_thread_coarsening": {"vec": wide},
         "oc_block_size": {"block": NEXT},
@@ -69,7 +72,7 @@ def moves(backend: str) -> dict[str, Knobs]:
 
 
 DIRECTION_MOVES: dict[str, Knobs] = {
-    "memory_access": {"vec": NEXT, "cache": NEXT},
+    "memory_access": {"vec": NEXT, "cache": NEXT, "stores": NEXT},
     "parallel_mapping": {"mapping": NEXT, "warps": NEXT},
     "fusion_restructuring": {"passes": NEXT, "bias": NEXT},
     "occupancy_tuning": {"block": NEXT, "sched": NEXT},
@@ -106,7 +109,7 @@ def curated(pattern: Pattern, backend: str) -> list[Knobs]:
         add(cache=True, warps=8, **on)
         add(fast_math=True, **on)
     else:
-        return cpp_launch.curated(base, sp, ("vec", "march", "passes", "bias"))
+        return cpp_launch.curated(base, sp, ("vec", "march", "stores", "passes", "bias"))
     return out[:MAX_VARIANTS]
 
 
@@ -526,8 +529,26 @@ def _cpp(pattern: Pattern, knobs: Knobs) -> str:
     X = "(p[j] + rb[j])" if "rb" in names else "p[j]"
     wj = " * w[j]" if "w" in names else ""
     bj = " + b[j]" if "b" in names else ""
-    write = lambda v: (pragma() + f"        for (int64_t j = 0; j < cols; ++j) {{ const float x = {X}; "  # noqa: E731
-                       f"q[j] = {post(v)}; }}\n")
+    stream = knobs.get("stores") == "stream"
+
+    def write(v: str) -> str:
+        """The row's output loop. Streamed: 16 values at a time into a local block, then non-temporal stores
+        (SSE, on every x86-64) that skip the read-for-ownership of a line written once; the tail, a row that
+        is not 16-byte aligned, or a CPU without SSE take plain stores. Each row ends with a fence, so no
+        thread's streamed stores are pending when the call returns."""
+        plain = f"        for (int64_t j = 0; j < cols; ++j) {{ const float x = {X}; q[j] = {post(v)}; }}\n"
+        if not stream:
+            return pragma() + plain
+        return ("        int64_t j0 = 0;\n#if defined(__SSE__)\n"
+                "        if ((reinterpret_cast<uintptr_t>(q) & 15) == 0) {\n"
+                "            for (; j0 + 16 <= cols; j0 += 16) {\n"
+                "                alignas(64) float t[16];\n"
+                f"{'                #pragma omp simd' + chr(10) if simd else ''}"
+                f"                for (int64_t j = j0; j < j0 + 16; ++j) {{ const float x = {X}; "
+                f"t[j - j0] = {post(v)}; }}\n"
+                "                for (int k = 0; k < 16; k += 4) _mm_stream_ps(q + j0 + k, _mm_load_ps(t + k));\n"
+                "            }\n            _mm_sfence();\n        }\n#endif\n"
+                f"        for (int64_t j = j0; j < cols; ++j) {{ const float x = {X}; q[j] = {post(v)}; }}\n")
     body = ""
     if op in ("sum", "mean"):
         body = (f"        double s = 0.0;\n{pragma('+ : s')}        for (int64_t j = 0; j < cols; ++j) s += {X};\n"
@@ -579,7 +600,9 @@ def _cpp(pattern: Pattern, knobs: Knobs) -> str:
     source = f"""#include <torch/extension.h>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
+{'#if defined(__SSE__)' + chr(10) + '#include <immintrin.h>' + chr(10) + '#endif' if stream else ''}
 {raw("cpp_cfg.cpp.tmpl")}
 {post_fn}
 void row_forward({', '.join(sig)}) {{
@@ -624,6 +647,7 @@ def _row(x, params, scalars):
 '''
     summary = (f"An OpenMP C++ loop over rows (load_inline) computes {op} with double accumulators"
                f"{', one-pass statistics' if online else ''}{', omp simd' if simd else ''}"
+               f"{', non-temporal (streaming) stores of the output' if stream else ''}"
                f"{', one thread' if knobs.get('threads') == 'one' else ''}"
                f"{', ' + knobs['sched'] + ' schedule' if knobs.get('sched', 'static') != 'static' else ''}.")
     return frame(pattern, "cpp", FAMILY, knobs, summary, body_py, _forward(pattern, knobs),
