@@ -74,6 +74,22 @@ def test_the_package_ships_a_measured_cuda_memory_with_its_provenance():
     assert '"memory/shipped/*.json.gz"' in data
 
 
+def test_the_package_ships_a_cpp_memory_trained_on_the_whole_cpp_table():
+    """Part 5 of issue 35: the cpp memory is the htam lane trained on every problem of the committed cpp table."""
+    from htam_agent.bench.table import load_table
+
+    path = PACKAGE_FILE.with_name("cpp.json.gz")
+    about = _about(path)
+    table = load_table(ROOT / "benchmarks" / "tables" / "cpp_kb_small.jsonl")
+    assert about["backend"] == "cpp" and about["table"] == "cpp_kb_small"
+    assert about["trained"]["problems"] == len(table.problems) >= 100 and about["trained"]["not_evaluated"] == 0
+    assert about["trained"]["command"].startswith("python benchmarks/train_shipped_memory.py")
+    f = shipped.read_shipped(path, _catalog())
+    assert len(f.events) == about["events"] > 0 and len(f.learned) == about["learned_strategies"] > 0
+    assert all(e.key.backend == "cpp" and e.uid.startswith("shipped:cpp:") for e in f.events)
+    assert {"elementwise", "reduction", "matmul", "fused"} <= set(about["op_classes"])
+
+
 def _catalog():
     from htam_agent.memory.catalog import load_catalog
 
@@ -97,7 +113,8 @@ def test_a_fresh_install_loads_the_shipped_experience_and_the_run_says_so(fresh_
         assert all(c.id.startswith("shipped-") and c.evidence["origin"] == "shipped" for c in cards)
         assert mem.transitions.check()["ok"]
     # a backend nothing ships for says so and loads nothing
-    assert memory_line(RunContext.from_env(backend="cpp")).startswith("memory: empty on cpp (no experience ships")
+    assert memory_line(RunContext.from_env(backend="triton")).startswith(
+        "memory: empty on triton (no experience ships")
 
 
 @pytest.mark.slow  # embeds the seed strategies and the notes twice (~1 min on two busy cores)
