@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -245,16 +246,32 @@ def write_record(path: str | Path, rec: VariantRecord) -> None:
     rec._check(f"{path}: new record {rec.problem} {rec.variant}")
     line = (rec.to_json() + "\n").encode()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        import fcntl
-
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with _locked(path, os.O_RDWR | os.O_APPEND | os.O_CREAT) as fd:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             line = b"\n" + line  # a killed writer left a torn line: never glue onto it
         os.write(fd, line)
         os.fsync(fd)
+
+
+@contextmanager
+def _locked(path: Path, flags: int) -> Iterator[int]:
+    """The table file open and exclusively locked, the writers' one protocol. Locked, the descriptor is checked
+    against the path: a prune that replaced the file while this writer waited leaves it holding the old inode,
+    whose writes nobody would read, so it opens the new file and locks again."""
+    import fcntl
+
+    while True:
+        fd = os.open(path, flags, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    try:
+        yield fd
     finally:
         os.close(fd)
 
@@ -262,16 +279,12 @@ def write_record(path: str | Path, rec: VariantRecord) -> None:
 def prune_records(path: str | Path, drop: Callable[[VariantRecord], bool]) -> int:
     """Rewrite the table without the records ``drop`` names (e.g. variants the coder no longer writes: a renamed
     knob leaves records no run will ask for, and an oracle must not pick them); returns how many went. Under the
-    writers' lock, into a temporary file that replaces the table atomically, so a kill leaves the old table or
-    the new one. A torn last line is dropped with them."""
+    writers' lock (_locked), into a temporary file that replaces the table atomically, so a kill leaves the old
+    table or the new one. A torn last line is dropped with them."""
     path = Path(path)
     if path.name.endswith(".gz"):
         raise TableError(f"{path}: prune the .jsonl the job writes, then compress it (gzip -k)")
-    fd = os.open(path, os.O_RDWR)
-    try:
-        import fcntl
-
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with _locked(path, os.O_RDWR):
         table = load_table(path)
         keep = [r for r in table.records if not drop(r)]
         gone = len(table.records) - len(keep)
@@ -283,8 +296,6 @@ def prune_records(path: str | Path, drop: Callable[[VariantRecord], bool]) -> in
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
         return gone
-    finally:
-        os.close(fd)
 
 
 class Table:

@@ -139,6 +139,30 @@ def test_prune_drops_named_records_atomically_and_keeps_the_rest(tmp_path):
     assert not list(tmp_path.glob(".*prune"))
 
 
+def test_a_writer_waiting_on_a_prune_appends_to_the_new_file(tmp_path):
+    """A record written while a prune holds the lock is not lost in the replaced file: the writer sees the inode
+    change once it gets the lock and appends to the new table."""
+    import threading
+    import time
+
+    recs = _records()
+    path = tmp_path / "t.jsonl"
+    write_record(path, recs[0])
+    writer = threading.Thread(target=write_record, args=(path, recs[1]))
+
+    def drop(r: VariantRecord) -> bool:
+        if not writer.is_alive():
+            writer.start()
+            time.sleep(0.3)  # the writer is now blocked on the prune's lock
+        return False
+
+    with open(path, "ab") as fh:
+        fh.write(b'{"torn')  # so the prune rewrites the file even though it drops nothing
+    assert prune_records(path, drop) == 0
+    writer.join(10)
+    assert [r.variant for r in load_table(path).records] == [recs[0].variant, recs[1].variant]
+
+
 def test_a_killed_writer_loses_only_its_line(tmp_path):
     """A real process killed mid-line: the reader skips the fragment and the next append starts afresh."""
     recs = _records()
