@@ -536,9 +536,11 @@ def _cpp(pattern: Pattern, knobs: Knobs) -> str:
         (SSE, on every x86-64) that skip the read-for-ownership of a line written once; the tail, a row that
         is not 16-byte aligned, or a CPU without SSE take plain stores. Each row ends with a fence, so no
         thread's streamed stores are pending when the call returns."""
-        plain = f"        for (int64_t j = 0; j < cols; ++j) {{ const float x = {X}; q[j] = {post(v)}; }}\n"
+        def plain(start: str) -> str:
+            return f"        for (int64_t j = {start}; j < cols; ++j) {{ const float x = {X}; q[j] = {post(v)}; }}\n"
+
         if not stream:
-            return pragma() + plain
+            return pragma() + plain("0")
         return ("        int64_t j0 = 0;\n#if defined(__SSE__)\n"
                 "        if ((reinterpret_cast<uintptr_t>(q) & 15) == 0) {\n"
                 "            for (; j0 + 16 <= cols; j0 += 16) {\n"
@@ -547,8 +549,7 @@ def _cpp(pattern: Pattern, knobs: Knobs) -> str:
                 f"                for (int64_t j = j0; j < j0 + 16; ++j) {{ const float x = {X}; "
                 f"t[j - j0] = {post(v)}; }}\n"
                 "                for (int k = 0; k < 16; k += 4) _mm_stream_ps(q + j0 + k, _mm_load_ps(t + k));\n"
-                "            }\n            _mm_sfence();\n        }\n#endif\n"
-                f"        for (int64_t j = j0; j < cols; ++j) {{ const float x = {X}; q[j] = {post(v)}; }}\n")
+                "            }\n            _mm_sfence();\n        }\n#endif\n" + plain("j0"))
     body = ""
     if op in ("sum", "mean"):
         body = (f"        double s = 0.0;\n{pragma('+ : s')}        for (int64_t j = 0; j < cols; ++j) s += {X};\n"
